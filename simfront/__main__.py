@@ -1,0 +1,3 @@
+from simfront.cli import main
+
+main()

@@ -1,0 +1,20 @@
+"""Where things are: the repository's own folders and the shared reference data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+
+
+def repo_dir(name: str) -> Path:
+    """A top-level folder of the repository (``traces``, ``gpu_configs``, ``experiments``)."""
+    return REPO_ROOT / name
+
+
+def shared_dir() -> Path:
+    """The shared reference data: ``$SIMFRONT_SHARED``, else ``../shared`` beside the repo."""
+    env = os.environ.get("SIMFRONT_SHARED")
+    return Path(env) if env else REPO_ROOT.parent / "shared"

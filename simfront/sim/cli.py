@@ -1,0 +1,8 @@
+"""CLI of the sim stage: thin wrappers over the library functions of simfront.sim."""
+
+from __future__ import annotations
+
+import click
+
+# Every click command or group this stage adds to `simfront`.
+commands: list[click.Command] = []
