@@ -1,0 +1,103 @@
+"""The backend interface: one job (a trace set + a GPU description) in, per-kernel records out.
+
+Two implementations: the built-in trace-driven timing model (``simfront.sim.model``, the
+default, nothing to install) and Accel-Sim (``simfront.sim.accelsim``, an external install
+named by the user). The sweep stage only talks to this interface.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from simfront.errors import BackendError
+
+
+@dataclass(frozen=True)
+class SimJob:
+    """One unit of simulation work.
+
+    ``gpu`` is a finished, validated GPU description (``simfront.gpu``); ``kernels`` selects
+    launches of the trace set (trace file names such as ``kernel-35636.traceg.xz`` or
+    ``fnmatch`` patterns on the kernel name); ``None`` means all of them.
+    """
+
+    job_id: str
+    trace_dir: Path
+    gpu: Any
+    out_dir: Path
+    kernels: tuple[str, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+
+
+@dataclass
+class SimResult:
+    """What a backend returns. ``records`` holds one dict per kernel launch with the columns of
+    ``simfront.stats.schema``; ``ok`` is False when the run failed, and ``reason`` then quotes
+    the cause (the simulator's own last lines where there are any). Records of kernels that
+    finished before a failure are kept, marked ``complete``."""
+
+    job_id: str
+    backend: str
+    ok: bool
+    records: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+class Backend(abc.ABC):
+    """A simulator behind simfront. Subclasses are registered with :func:`register`."""
+
+    name: str = ""
+
+    @abc.abstractmethod
+    def version(self) -> str:
+        """A version string that goes into job ids: a new version means new results."""
+
+    def check_available(self) -> None:
+        """Raise BackendError, saying what to install or set, if this backend cannot run here."""
+
+    @abc.abstractmethod
+    def run(self, job: SimJob) -> SimResult:
+        """Run one job; never raise for a simulator failure, return ``ok=False`` instead."""
+
+
+_REGISTRY: dict[str, Callable[[], Backend]] = {}
+
+
+def register(name: str, factory: Callable[[], Backend]) -> None:
+    _REGISTRY[name] = factory
+
+
+def backend_names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name``; the error lists the valid names."""
+    _load_builtin()
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise BackendError(f"unknown backend '{name}'; choose one of: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def _load_builtin() -> None:
+    # Importing a backend module registers it; done lazily so that importing this interface
+    # costs nothing and a broken optional backend does not break the others.
+    import importlib
+
+    for module in ("simfront.sim.model", "simfront.sim.accelsim"):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:  # only while a backend module is not written yet
+            if exc.name != module:
+                raise
+
+
+DEFAULT_BACKEND = "model"
