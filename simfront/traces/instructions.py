@@ -47,7 +47,18 @@ _FIELDS = {
     5: "opcode", 6: "source count", 7: "source register", 8: "memory width",
     9: "address mode", 10: "address", 11: "immediate", 12: "end of line",
     13: "structure line", 14: "register count", 15: "opcode table", 16: "warp",
+    17: "insts", 18: "block dim",
 }
+
+# Slots of the warp-count state that scan_body carries between buffers (an int64 array).
+W_EXPECTED, W_COUNT, W_DECL_LINE, W_TB_WARPS, W_BLOCK_WARPS, W_TB_LINE = range(6)
+
+
+def new_warp_state(warps_per_block: int) -> np.ndarray:
+    state = np.zeros(6, np.int64)
+    state[W_EXPECTED] = -1
+    state[W_BLOCK_WARPS] = warps_per_block
+    return state
 
 
 def register_name(code: int) -> str:
@@ -311,13 +322,15 @@ def _grow_u64(a, need):
 
 @numba.njit(cache=True)
 def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
-              op_keys, op_vals, op_count, op_first):
+              op_keys, op_vals, op_count, op_first, wst):
     """Scan complete lines of a kernel body in ``buf[start:end]``.
 
     Returns the instruction columns, the thread blocks and warp declarations met, the
     state to carry on (tb, warp, next line), and an error (code, line; 0 when none).
     ``op_first`` receives, for each new opcode, the buffer offset and length of its first
-    spelling (so the caller can decode it once).
+    spelling (so the caller can decode it once). ``wst`` (see :func:`new_warp_state`) checks
+    as it goes that each warp has as many lines as its ``insts =`` says and each thread block
+    as many warps as the block size implies; :func:`finish_warp_state` checks the last ones.
     """
     n_lines = 1
     for k in range(start, end):
@@ -385,6 +398,15 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
             if not ok or not _starts(buf, j, eol, np.array([116, 104, 114, 101, 97, 100, 32, 98], np.uint8)):
                 err, err_line = 13, lineno
                 break
+            if wst[0] >= 0 and wst[1] != wst[0]:
+                err, err_line = 17, wst[2]
+                break
+            if cur_tb >= 0 and wst[3] != wst[4]:
+                err, err_line = 18, wst[5]
+                break
+            wst[0] = -1
+            wst[3] = 0
+            wst[5] = lineno
             cur_tb += 1
             cur_warp = -1
             tb_line[ntb] = lineno
@@ -408,6 +430,13 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                 if cur_warp < 0 or cur_tb < 0:
                     err, err_line = 16, lineno
                     break
+                if wst[0] >= 0 and wst[1] != wst[0]:
+                    err, err_line = 17, wst[2]
+                    break
+                wst[0] = v
+                wst[1] = 0
+                wst[2] = lineno
+                wst[3] += 1
                 decl[ndecl, 0] = cur_tb
                 decl[ndecl, 1] = cur_warp
                 decl[ndecl, 2] = v
@@ -415,9 +444,10 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                 ndecl += 1
         else:
             # an instruction line
-            if cur_warp < 0 or cur_tb < 0:
+            if cur_warp < 0 or cur_tb < 0 or wst[0] < 0:
                 err, err_line = 16, lineno
                 break
+            wst[1] += 1
             p = j
             if lineinfo:
                 e = _token_end(buf, p, eol)
@@ -590,6 +620,15 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
     return (n, tb[:n], warp[:n], pc[:n], mask[:n], op[:n], ndst[:n], dst[:n], nsrc[:n],
             src[:n], width[:n], mode[:n], addr_off[: n + 1], addrs[:na], imm[:n], line[:n],
             tb_line[:ntb], tb_xyz[:ntb], decl[:ndecl], cur_tb, cur_warp, lineno, err, err_line)
+
+
+def finish_warp_state(wst: np.ndarray, tb: int) -> tuple[int, int]:
+    """The checks of the last warp and block at the end of a file: (error code, line) or (0, 0)."""
+    if wst[W_EXPECTED] >= 0 and wst[W_COUNT] != wst[W_EXPECTED]:
+        return 17, int(wst[W_DECL_LINE])
+    if tb >= 0 and wst[W_TB_WARPS] != wst[W_BLOCK_WARPS]:
+        return 18, int(wst[W_TB_LINE])
+    return 0, 0
 
 
 def error_field(code: int) -> str:

@@ -25,7 +25,8 @@ import numpy as np
 from simfront.errors import TraceFormatError
 from simfront.traces.header import KernelHeader, parse_header
 from simfront.traces.instructions import (
-    OPTABLE_SIZE, Instruction, InstructionChunk, error_field, parse_line, scan_body,
+    OPTABLE_SIZE, Instruction, InstructionChunk, error_field, finish_warp_state,
+    new_warp_state, parse_line, scan_body,
 )
 from simfront.traces.kernelslist import Entry, KernelRef, MemcpyEvent, parse_kernelslist
 
@@ -161,9 +162,7 @@ class KernelTrace:
             opcodes: list[str] = []
             tb, warp, line = -1, -1, stream.line - (1 if first else 0)
             carry = first
-            declared: dict[tuple[int, int], tuple[int, int]] = {}
-            counted: dict[tuple[int, int], int] = {}
-            warps_seen: dict[int, int] = {}
+            wst = new_warp_state(header.warps_per_block)
             eof = False
             while not eof:
                 block = stream.read(chunk_bytes)
@@ -188,33 +187,26 @@ class KernelTrace:
                 buf = np.frombuffer(data, dtype=np.uint8, count=cut)
                 before = int(op_count[0])
                 out = scan_body(buf, 0, cut, line, tb, warp, version, lineinfo,
-                                op_keys, op_vals, op_count, op_first)
+                                op_keys, op_vals, op_count, op_first, wst)
                 (n, c_tb, c_warp, pc, mask, op, ndst, dst, nsrc, src, width, mode, addr_off,
                  addrs, imm, c_line, tb_line, tb_xyz, decl, tb, warp, next_line, err,
                  err_line) = out
                 if err:
-                    self._raise_line_error(data, line, err, err_line, version, lineinfo)
+                    self._raise_line_error(data, line, err, err_line, version, lineinfo, header)
                 for k in range(before, int(op_count[0])):
                     off, length = int(op_first[k, 0]), int(op_first[k, 1])
                     opcodes.append(data[off:off + length].decode())
                 line = next_line
-                for t, w, count, ln in decl:
-                    declared[(int(t), int(w))] = (int(count), int(ln))
-                    warps_seen[int(t)] = warps_seen.get(int(t), 0) + 1
-                if n:
-                    keys, counts = np.unique(c_tb.astype(np.int64) << 32 | c_warp.astype(np.int64),
-                                             return_counts=True)
-                    for key, count in zip(keys.tolist(), counts.tolist()):
-                        k2 = (key >> 32, key & 0xFFFFFFFF)
-                        counted[k2] = counted.get(k2, 0) + count
                 coords = {int(tb - len(tb_xyz) + 1 + i): (int(x), int(y), int(z))
                           for i, (x, y, z) in enumerate(tb_xyz)}
                 yield InstructionChunk(c_tb, c_warp, pc, mask, op, ndst, dst, nsrc, src, width,
                                        mode, addr_off, addrs, imm, c_line, list(opcodes), coords)
-            self._check_counts(header, declared, counted, warps_seen)
+            err, err_line = finish_warp_state(wst, tb)
+            if err:
+                self._raise_line_error(b"", line, err, err_line, version, lineinfo, header)
 
     def _raise_line_error(self, data: bytes, first_line: int, err: int, err_line: int,
-                          version: int, lineinfo: bool) -> None:
+                          version: int, lineinfo: bool, header: KernelHeader) -> None:
         lines = data.split(b"\n")
         idx = err_line - first_line
         text = lines[idx].decode(errors="replace") if 0 <= idx < len(lines) else ""
@@ -223,28 +215,17 @@ class KernelTrace:
             what = ("instruction outside a warp (no 'warp =' before it)" if err == 16
                     else f"cannot read structure line '{text.strip()}'")
             raise TraceFormatError(what, self.path, err_line, field)
+        if err == 17:
+            raise TraceFormatError("the warp's instruction lines do not add up to its 'insts =' "
+                                   "(truncated or corrupted?)", self.path, err_line, "insts")
+        if err == 18:
+            raise TraceFormatError(
+                f"this thread block does not hold the {header.warps_per_block} warps that a block "
+                f"of {header.block} has (truncated?)", self.path, err_line, "block dim")
         if err == 15:
             raise TraceFormatError("too many distinct opcodes in one kernel", self.path, err_line)
         parse_line(text, err_line, self.path, version, lineinfo)  # raises with the field named
         raise TraceFormatError(f"cannot read '{text.strip()}'", self.path, err_line, field)
-
-    def _check_counts(self, header, declared, counted, warps_seen) -> None:
-        for key, (count, ln) in declared.items():
-            got = counted.get(key, 0)
-            if got != count:
-                raise TraceFormatError(
-                    f"thread block {key[0]} warp {key[1]} has {got} instruction lines but "
-                    f"declares insts = {count} (truncated or corrupted?)", self.path, ln, "insts")
-        for key in counted:
-            if key not in declared:
-                raise TraceFormatError(f"thread block {key[0]} warp {key[1]} has no 'insts =' line",
-                                       self.path)
-        expected = header.warps_per_block
-        for t, nw in warps_seen.items():
-            if nw != expected:
-                raise TraceFormatError(
-                    f"thread block {t} holds {nw} warps but a block of {header.block} has "
-                    f"{expected} (truncated?)", self.path, None, "block dim")
 
     def iter_blocks(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[ThreadBlock]:
         """The body as readable records, one thread block at a time."""
