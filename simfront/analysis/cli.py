@@ -1,8 +1,191 @@
-"""CLI of the analysis stage: thin wrappers over the library functions of simfront.analysis."""
+"""CLI of the analysis stage: thin wrappers over the library functions of simfront.analysis.
+
+    simfront analyze characterize NCU.csv|DIR...   hardware characterization from ncu
+    simfront analyze balance SWEEP.h5              the tensor:vector balance study
+    simfront analyze correlate SWEEP.h5 NCU.csv    simulated against measured cycles
+    simfront report --out DIR [inputs]             HTML + Markdown report of all of them
+    simfront demo --out DIR                        sample traces -> sweep -> balance report
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
+
+def _json_out(obj) -> str:
+    return json.dumps(obj, indent=1, default=lambda o: None if o != o else str(o))
+
+
+@click.group("analyze")
+def analyze() -> None:
+    """The studies: characterization, tensor:vector balance, correlation."""
+
+
+@analyze.command("characterize")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of tables.")
+def characterize_cmd(inputs: tuple[Path, ...], as_json: bool) -> None:
+    """Characterize training steps from ncu CSVs (files or directories of *.ncu.csv)."""
+    from simfront.analysis.studies import characterize_ncu
+
+    chars = characterize_ncu(list(inputs))
+    if as_json:
+        click.echo(_json_out({ch.workload: {
+            "step_time_s": ch.step_time_s, "launches": ch.launches,
+            "dram_util_time_weighted": ch.dram_util_time_weighted,
+            "category_share": ch.categories["share"].to_dict(),
+            "ssm_kernels": ch.ssm_table[["launches", "time_us", "share"]].to_dict("index"),
+            "pipe_classes": ch.pipe_classes[["launches", "share"]].to_dict("index"),
+        } for ch in chars}))
+        return
+    import pandas as pd
+    with pd.option_context("display.width", 160, "display.max_columns", 20,
+                           "display.float_format", "{:.4g}".format):
+        for ch in chars:
+            click.echo(f"== {ch.workload}: {ch.launches} launches, step "
+                       f"{ch.step_time_s * 1e3:.3f} ms, time-weighted DRAM use "
+                       f"{ch.dram_util_time_weighted:.1%}")
+            click.echo(ch.categories.to_string())
+            click.echo("\nSSM kernels:")
+            click.echo(ch.ssm_table.to_string())
+            click.echo("\nPipe classes:")
+            click.echo(ch.pipe_classes.to_string())
+            click.echo("\nAgainst the seed study:")
+            for r in ch.comparison.itertuples():
+                click.echo(f"  {r.figure}: ours {r.ours:.3g}, published {r.published:g}. {r.why}")
+            click.echo("")
+
+
+@analyze.command("balance")
+@click.argument("sweep", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--ratio-column", default=None, help="Records column holding the tensor:vector "
+              "ratio (default: from the jobs' GPU parameters).")
+@click.option("--baseline", type=float, default=None, help="Baseline ratio (default 16, the H100).")
+@click.option("--min-gain", type=float, default=0.02, show_default=True,
+              help="Gain per doubling of vector units below which they stop paying.")
+@click.option("--boot", type=int, default=500, show_default=True, help="Bootstrap resamples.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Also write a report (HTML + Markdown + PNGs) here.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, min_gain: float,
+                boot: int, out: Path | None, as_json: bool) -> None:
+    """The tensor:vector balance study over a sweep's HDF5 results."""
+    from simfront.analysis.studies import balance_per_workload, load_sweep_records
+
+    rec = load_sweep_records(sweep, ratio_column)
+    results = balance_per_workload(rec, baseline_ratio=baseline, min_gain=min_gain, n_boot=boot)
+    if as_json:
+        click.echo(_json_out({k: r.summary() for k, r in results.items()}))
+    else:
+        for name, r in results.items():
+            s = r.summary()
+            click.echo(f"== {name}: {s['kernels']} kernels")
+            cols = ["vector_scale", "time", "speedup", "tensor_limited", "vector_limited",
+                    "other_limited"]
+            click.echo(r.step[cols].to_string(float_format="{:.4g}".format))
+            click.echo(f"crossing ratio (tensor-limited = vector-limited): {s['crossing_ratio']}"
+                       f"  interval {s['intervals'].get('crossing_ratio')}")
+            click.echo(f"knee ratio: {s['knee_ratio']}  interval {s['intervals'].get('knee_ratio')}")
+            click.echo(f"stops paying (<{min_gain:.0%}/doubling) from ratio "
+                       f"{s['stop_paying_ratio']}")
+            for n in r.notes:
+                click.echo(f"note: {n}")
+    if out is not None:
+        from simfront.analysis.report import Report
+        from simfront.analysis.studies import add_balance
+        rep = Report("Tensor:vector balance study", Path(out),
+                     provenance={"sweep": str(sweep)})
+        add_balance(rep, results)
+        h, m = rep.write()
+        click.echo(f"report: {h} and {m}", err=True)
+
+
+@analyze.command("correlate")
+@click.argument("sweep", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("ncu", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--config", default=None, help="Only records of this config (default: the "
+              "first config of the file).")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Also write a report (HTML + Markdown + PNG) here.")
+def correlate_cmd(sweep: Path, ncu: Path, config: str | None, out: Path | None) -> None:
+    """Simulated cycles of SWEEP.h5 against hardware cycles of an ncu CSV, per kernel."""
+    from simfront.analysis.correlate import correlate
+    from simfront.stats.h5store import read_records
+    from simfront.stats.ncu import read_ncu_csv
+
+    sim = read_records(sweep)
+    if "config" in sim and sim["config"].nunique() > 1:
+        config = config or str(sim["config"].iloc[0])
+        sim = sim[sim["config"] == config]
+    corr = correlate(sim, read_ncu_csv(ncu))
+    click.echo(f"{len(corr.matched)} kernels matched; MAPE {corr.mape:.1%}; Pearson "
+               f"{corr.pearson:.3f} (log {corr.pearson_log:.3f}); unmatched: "
+               f"{corr.unmatched_sim} simulated, {corr.unmatched_hw} measured")
+    if out is not None:
+        from simfront.analysis.report import Report
+        from simfront.analysis.studies import add_correlation
+        rep = Report("Correlation against hardware", Path(out),
+                     provenance={"sweep": str(sweep), "ncu": str(ncu)})
+        add_correlation(rep, corr)
+        h, m = rep.write()
+        click.echo(f"report: {h} and {m}", err=True)
+
+
+@click.command("report")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output directory.")
+@click.option("--ncu", "ncu_paths", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="ncu CSV or directory of them: the characterization section.")
+@click.option("--sweep", "sweeps", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Sweep HDF5 over tensor:vector ratios: the balance section.")
+@click.option("--ratio-column", default=None, help="Records column holding the ratio.")
+@click.option("--correlate", "corr_ncu", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="ncu CSV of the swept step: the correlation section (baseline config).")
+@click.option("--title", default="simfront report", show_default=True)
+def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> None:
+    """Write a self-contained HTML page and Markdown with PNG figures."""
+    from simfront.analysis.report import Report
+    from simfront.analysis.studies import (add_balance, add_characterization, add_correlation,
+                                           balance_per_workload, characterize_ncu,
+                                           load_sweep_records)
+
+    if not (ncu_paths or sweeps):
+        raise click.UsageError("give at least one input: --ncu and/or --sweep")
+    rep = Report(title, Path(out), provenance={"ncu": [str(p) for p in ncu_paths],
+                                               "sweeps": [str(s) for s in sweeps]})
+    if ncu_paths:
+        add_characterization(rep, characterize_ncu(list(ncu_paths)))
+    for sw in sweeps:
+        rec = load_sweep_records(sw, ratio_column)
+        add_balance(rep, balance_per_workload(rec))
+        if corr_ncu is not None:
+            from simfront.analysis.correlate import correlate
+            from simfront.stats.ncu import read_ncu_csv
+            base = rec[rec["ratio"] == rec["ratio"].max()] if 16.0 not in set(rec["ratio"]) \
+                else rec[rec["ratio"] == 16.0]
+            add_correlation(rep, correlate(base, read_ncu_csv(corr_ncu)))
+    h, m = rep.write()
+    click.echo(f"wrote {h}\nwrote {m}")
+
+
+@click.command("demo")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("out/demo"), show_default=True)
+@click.option("--traces", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Trace set (default: the shipped sample traces).")
+@click.option("--ratios", default="32,16,8,4,2", show_default=True,
+              help="Tensor:vector ratios to sweep (16 = H100).")
+def demo_cmd(out: Path, traces: Path | None, ratios: str) -> None:
+    """Shipped sample traces -> a tensor:vector sweep on the built-in model -> the balance
+    report. Needs no GPU and no simulator."""
+    from simfront.analysis.demo import run_demo
+
+    rs = [float(x) for x in ratios.split(",") if x.strip()]
+    html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs)
+    click.echo(f"wrote {html_path}\nwrote {md_path}")
+
+
 # Every click command or group this stage adds to `simfront`.
-commands: list[click.Command] = []
+commands: list[click.Command] = [analyze, report_cmd, demo_cmd]

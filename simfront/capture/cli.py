@@ -2,7 +2,96 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
+from simfront.capture.driver import Step, match_profile, profile, trace
+from simfront.capture.tracers import Sampling, Window, resolve_tracer
+
+
+def _step(workload, preset, iterations, window_iteration, sets, script_args) -> Step:
+    return Step(workload=workload, preset=preset, iterations=iterations,
+                window_iteration=window_iteration, overrides=tuple(sets),
+                script_args=tuple(script_args))
+
+
+def _step_options(f):
+    f = click.argument("script_args", nargs=-1, type=click.UNPROCESSED)(f)
+    f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+                     help="Override a workload config field (repeatable).")(f)
+    f = click.option("--window-iteration", default=-1, show_default=True, type=int,
+                     help="Which iteration the workload brackets (-1: the last).")(f)
+    f = click.option("--iterations", "-n", default=3, show_default=True, type=int)(f)
+    f = click.option("--preset", default="tiny", show_default=True)(f)
+    f = click.argument("workload")(f)
+    return f
+
+
+@click.command(name="trace", context_settings={"ignore_unknown_options": True})
+@_step_options
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Capture folder (must be new or empty).")
+@click.option("--window", default="iteration", show_default=True,
+              help="iteration | nvtx:NAME | kernel:REGEX | all")
+@click.option("--sample", default="none", show_default=True,
+              help="CTA sampling: none | every:K | first:N | every:K,first:N")
+@click.option("--tracer", type=click.Path(dir_okay=False, path_type=Path),
+              help="NVBit tool (.so): simfront's (default: the built one or $SIMFRONT_TRACER) "
+                   "or Accel-Sim's tracer_tool.so.")
+@click.option("--baseline", is_flag=True, help="Also run untraced, to measure the slowdown.")
+@click.option("--reference-ncu", type=click.Path(exists=True, dir_okay=False),
+              help="ncu CSV of the same step: the trace must match it launch by launch.")
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path),
+              help="Register the validated set in this trace store.")
+@click.option("--name", help="Name in the store (default WORKLOAD-PRESET).")
+@click.option("--list-only", is_flag=True, help="Record launches only; trace nothing.")
+@click.option("--timeout", default=1800.0, show_default=True, help="Seconds per run.")
+def trace_cmd(workload, preset, iterations, window_iteration, sets, script_args, out, window,
+              sample, tracer, baseline, reference_ncu, store, name, list_only, timeout):
+    """Trace WORKLOAD's step (a registered workload, or a .py script) under an NVBit tracer.
+
+    The output is validated (headers against the tracer's launch records and, with
+    --reference-ncu, against ncu) and, with --store, registered with its provenance.
+    """
+    res = trace(_step(workload, preset, iterations, window_iteration, sets, script_args), out,
+                resolve_tracer(tracer), Window.parse(window), Sampling.parse(sample),
+                timeout=timeout, baseline=baseline, reference_ncu=reference_ncu, store=store,
+                name=name, list_only=list_only)
+    rep = res.report
+    if rep is not None:
+        for f in rep.findings[:20]:
+            click.echo(str(f), err=True)
+    click.echo(json.dumps({"out": res.out_dir, "registered": res.registered, **res.stats,
+                           "match": res.match}, default=str))
+
+
+@click.command(name="profile", context_settings={"ignore_unknown_options": True})
+@_step_options
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--metrics", default="full", show_default=True, type=click.Choice(["core", "full"]),
+              help="Metric set (simfront.capture.metrics).")
+@click.option("--trace-dir", type=click.Path(exists=True, file_okay=False),
+              help="A capture or stored set of the same step to match launch by launch.")
+@click.option("--ncu", default="ncu", show_default=True)
+@click.option("--timeout", default=1800.0, show_default=True)
+def profile_cmd(workload, preset, iterations, window_iteration, sets, script_args, out, metrics,
+                trace_dir, ncu, timeout):
+    """Profile WORKLOAD's windowed iteration under ncu (one row per launch)."""
+    res = profile(_step(workload, preset, iterations, window_iteration, sets, script_args), out,
+                  metrics=metrics, timeout=timeout, ncu=ncu, trace_dir=trace_dir)
+    click.echo(json.dumps({"out": res.out_dir, **res.stats, "match": res.match}, default=str))
+
+
+@click.command(name="match-profile")
+@click.argument("ncu_csv", type=click.Path(exists=True, dir_okay=False))
+@click.argument("trace_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the pairs as CSV.")
+def match_cmd(ncu_csv, trace_dir, out):
+    """Match an ncu profile to a capture's launches one to one."""
+    click.echo(json.dumps(match_profile(ncu_csv, trace_dir, out), indent=1))
+
+
 # Every click command or group this stage adds to `simfront`.
-commands: list[click.Command] = []
+commands: list[click.Command] = [trace_cmd, profile_cmd, match_cmd]

@@ -4,5 +4,20 @@ from __future__ import annotations
 
 import click
 
+
+
+@click.group("sim")
+def sim() -> None:
+    """Simulate trace sets with a backend (the built-in model by default)."""
+
+
+def _add_model_commands() -> None:
+    from simfront.sim.model.cli import run_cmd
+
+    sim.add_command(run_cmd)
+
+
+_add_model_commands()
+
 # Every click command or group this stage adds to `simfront`.
-commands: list[click.Command] = []
+commands: list[click.Command] = [sim]

@@ -64,6 +64,8 @@ OPEN_PREFIXES: dict[str, str] = {
     "l2_": "L2 counters, by access type and outcome",
     "icnt_": "interconnect figures",
     "sim_": "simulation cost figures",
+    "accelsim_": "other Accel-Sim/GPGPU-Sim figures under their printed names, lower case "
+                 "(docs/stats.md: which are per kernel, differenced, or as printed)",
 }
 
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)

@@ -2,7 +2,133 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
+from simfront.sweep.runner import Sweep
+
+_WHERE = click.argument("sweep", type=click.Path(exists=True, path_type=Path))
+_DIR = click.option("--dir", "directory", type=click.Path(path_type=Path), default=None,
+                    help="Sweep directory (default: from the sweep file, .sweeps/<name>).")
+
+
+@click.group("sweep")
+def sweep() -> None:
+    """Sweep files: plan jobs, run them locally or on Slurm, follow and fix them."""
+
+
+@sweep.command("plan")
+@_WHERE
+@_DIR
+@click.option("--list", "show", is_flag=True, help="List every job.")
+def plan_cmd(sweep: Path, directory: Path | None, show: bool) -> None:
+    """Expand SWEEP (a sweep file) into jobs; print their count and estimated cost."""
+    s = Sweep.open(sweep, directory)
+    plan = s.plan()
+    click.echo(f"sweep '{s.spec.name}' -> {s.directory}")
+    if plan.duplicates:
+        click.echo(f"({plan.duplicates} combinations gave an identical job and were merged)")
+    click.echo(s.estimate().describe())
+    if s.store.path.exists():
+        known = set(s.store.table(in_plan_only=False).query("state == 'done'").job_id)
+        n_done = sum(1 for j in plan.jobs if j.job_id in known)
+        click.echo(f"{n_done} of them already done in the job store; "
+                   f"{len(plan.jobs) - n_done} to run")
+    if show:
+        for j in plan.jobs:
+            params = ",".join(f"{k}={v}" for k, v in j.params.items())
+            click.echo(f"{j.job_id}  {j.workload}  {j.backend}  {params or j.config}")
+
+
+@sweep.command("run")
+@_WHERE
+@_DIR
+@click.option("--executor", type=str, default=None,
+              help="Override the sweep file's executor (local, slurm).")
+@click.option("--no-wait", is_flag=True, help="Batch executors: submit and return.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def run_cmd(sweep: Path, directory: Path | None, executor: str | None, no_wait: bool,
+            quiet: bool) -> None:
+    """Run the jobs of SWEEP not yet done; resumes whatever an earlier run left."""
+    s = Sweep.open(sweep, directory)
+    summary = s.run(executor=executor, progress=not quiet, wait=not no_wait)
+    c = summary.counts
+    sync = summary.sync
+    click.echo(f"planned {sync.get('planned', 0)} jobs ({sync.get('added', 0)} new); "
+               f"started {summary.started} attempts, {summary.retried} retried; "
+               f"done {c['done']}, failed {c['failed']}, running {c['running']}, "
+               f"queued {c['queued']} ({summary.wall_s:.1f} s)")
+    if summary.results:
+        click.echo(f"results: {summary.results}")
+    if summary.interrupted:
+        click.echo("interrupted: run again to resume", err=True)
+        sys.exit(130)
+    if c["failed"]:
+        click.echo("some jobs failed: 'simfront sweep status --failed' says why, "
+                   "'simfront sweep retry' queues them again", err=True)
+        sys.exit(1)
+
+
+@sweep.command("status")
+@_WHERE
+@_DIR
+@click.option("--jobs", "show_jobs", is_flag=True, help="One line per job.")
+@click.option("--failed", is_flag=True, help="List failed jobs and their reasons.")
+def status_cmd(sweep: Path, directory: Path | None, show_jobs: bool, failed: bool) -> None:
+    """Counts per state (and per job with --jobs) from the job store."""
+    s = Sweep.open(sweep, directory)
+    df = s.status()
+    c = s.store.counts()
+    click.echo(f"sweep '{s.spec.name}' ({s.directory}): {len(df)} jobs: " +
+               ", ".join(f"{k} {v}" for k, v in c.items()))
+    pid = s.driver_pid()
+    click.echo(f"driver: pid {pid}" if pid else "driver: none running")
+    if s.results_path.exists():
+        click.echo(f"results: {s.results_path}")
+    if show_jobs or failed:
+        rows = df[df.state == "failed"] if failed else df
+        for r in rows.itertuples(index=False):
+            wall = f"{r.wall_s:.1f}s" if r.wall_s == r.wall_s and r.wall_s is not None else "-"
+            line = (f"{r.job_id}  {r.state:<7} try {r.attempts}/{r.max_attempts}  {wall:>8}  "
+                    f"{r.workload}  {r.config}  {r.backend}")
+            if r.reason:
+                line += f"\n    reason: {r.reason}"
+            click.echo(line)
+
+
+@sweep.command("retry")
+@_WHERE
+@_DIR
+@click.argument("job_ids", nargs=-1)
+def retry_cmd(sweep: Path, directory: Path | None, job_ids: tuple[str, ...]) -> None:
+    """Queue failed jobs again (all, or those whose ids start with JOB_IDS)."""
+    s = Sweep.open(sweep, directory)
+    n = s.retry(list(job_ids) or None)
+    click.echo(f"{n} failed jobs queued again; 'simfront sweep run' runs them")
+
+
+@sweep.command("cancel")
+@_WHERE
+@_DIR
+def cancel_cmd(sweep: Path, directory: Path | None) -> None:
+    """Stop the sweep's driver and tasks; queued and running jobs are marked failed."""
+    s = Sweep.open(sweep, directory)
+    n = s.cancel()
+    click.echo(f"cancelled {n} queued or running jobs; 'simfront sweep retry' requeues them")
+
+
+@sweep.command("gather")
+@_WHERE
+@_DIR
+@click.option("-o", "--out", type=click.Path(path_type=Path), default=None,
+              help="HDF5 file to write (default: <sweep dir>/results.h5).")
+def gather_cmd(sweep: Path, directory: Path | None, out: Path | None) -> None:
+    """Write finished jobs' records into the sweep's HDF5 file (atomically)."""
+    s = Sweep.open(sweep, directory)
+    click.echo(str(s.gather(out)))
+
+
 # Every click command or group this stage adds to `simfront`.
-commands: list[click.Command] = []
+commands: list[click.Command] = [sweep]

@@ -1,0 +1,174 @@
+"""Device-side capture experiment: traces and ncu profiles of the workload steps through
+simfront's capture driver, with timings, sizes and launch-by-launch matches, written to
+$OUT/results.jsonl (one JSON object per job) for bench/RESULTS.md.
+
+    python3 bench/device/capture_suite.py JOB [JOB ...]   (jobs below; --budget SECONDS)
+
+Runs on the H100 machine from the repository root with .carry/ holding the built tracer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from simfront.capture.driver import Step, match_profile, profile, trace  # noqa: E402
+from simfront.capture.tracers import Sampling, Tracer, Window  # noqa: E402
+
+OUT = Path(os.environ.get("OUT", "/tmp/out"))
+WORK = Path(os.environ.get("SUITE_WORK", "/tmp/suite"))
+TRACER = Tracer("simfront", ROOT / ".carry/bin/simfront_tracer.so")
+ACCELSIM = Tracer("accelsim", ROOT / ".carry/accelsim/tracer_tool.so")
+T0 = time.time()
+
+
+def emit(rec: dict) -> None:
+    rec["t_suite_s"] = round(time.time() - T0, 1)
+    with open(OUT / "results.jsonl", "a") as f:
+        f.write(json.dumps(rec, default=str) + "\n")
+    print("RESULT", json.dumps(rec, default=str)[:1500], flush=True)
+
+
+def job_trace(label: str, step: Step, window="iteration", sample="none", baseline=True,
+              tracer=TRACER, timeout=200, ref=None) -> None:
+    out = WORK / f"trace_{label}"
+    try:
+        res = trace(step, out, tracer, Window.parse(window), Sampling.parse(sample),
+                    timeout=timeout, baseline=baseline, reference_ncu=ref)
+        rec = {"job": "trace", "label": label, **res.stats, "match": res.match,
+               "ok": res.report.ok if res.report else None,
+               "defects": [str(f) for f in (res.report.defects if res.report else [])][:12],
+               "untrusted": res.report.untrusted_fields if res.report else None,
+               "findings": [str(f) for f in (res.report.findings if res.report else [])][:12]}
+    except Exception as exc:  # noqa: BLE001 - a failed job is a result too
+        rec = {"job": "trace", "label": label, "error": f"{type(exc).__name__}: {exc}"[:3000]}
+        cap = out / "capture.json"
+        if cap.exists():
+            rec["capture"] = json.loads(cap.read_text()).get("stats")
+    emit(rec)
+
+
+def job_profile(label: str, step: Step, trace_label: str | None = None, metrics="full",
+                timeout=300) -> None:
+    out = WORK / f"ncu_{label}"
+    tdir = WORK / f"trace_{trace_label}" / "trace" if trace_label else None
+    if tdir is not None and not (tdir / "launches.jsonl").exists():
+        tdir = None
+    try:
+        res = profile(step, out, metrics=metrics, timeout=timeout, trace_dir=tdir)
+        emit({"job": "profile", "label": label, **res.stats, "match": res.match,
+              "summary": (res.run.summary or {}).get("step_ms")})
+    except Exception as exc:  # noqa: BLE001
+        if metrics == "full":
+            emit({"job": "profile", "label": label, "error": f"{exc}"[:1500],
+                  "retry": "core metrics"})
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+            return job_profile(label, step, trace_label, "core", timeout)
+        emit({"job": "profile", "label": label, "error": f"{type(exc).__name__}: {exc}"[:3000]})
+
+
+def lm(name: str, **kw) -> Step:
+    return Step(name, "tiny", iterations=kw.pop("iterations", 2), window_iteration=1, **kw)
+
+
+JOBS = {
+    # Mamba2 / Mamba1 LM tiny: full trace + ncu of the same iteration, matched
+    "m2": lambda: (job_trace("mamba2_tiny", lm("mamba2_lm")),
+                   job_profile("mamba2_tiny", lm("mamba2_lm"), "mamba2_tiny")),
+    "m1": lambda: (job_trace("mamba1_tiny", lm("mamba1_lm")),
+                   job_profile("mamba1_tiny", lm("mamba1_lm"), "mamba1_tiny")),
+    "hy": lambda: (job_trace("hybrid_tiny", lm("hybrid_lm")),
+                   job_profile("hybrid_tiny", lm("hybrid_lm"), "hybrid_tiny")),
+    "mv": lambda: (job_trace("mambavision_tiny", lm("mambavision")),
+                   job_profile("mambavision_tiny", lm("mambavision"), "mambavision_tiny")),
+    "gm": lambda: (job_trace("graphmamba_tiny", lm("graphmamba")),
+                   job_profile("graphmamba_tiny", lm("graphmamba"), "graphmamba_tiny")),
+    # NVTX and kernel-regex windows, CTA sampling, list-only
+    "m2win": lambda: (job_trace("mamba2_nvtx", lm("mamba2_lm"), window="nvtx:simfront.step",
+                                baseline=False),
+                      job_trace("mamba2_ssd_regex", lm("mamba2_lm"),
+                                window="kernel:_chunk|_bmm|_state_passing", baseline=False),
+                      job_trace("mamba2_sampled", lm("mamba2_lm"), sample="every:2,first:4",
+                                baseline=False)),
+    # Accel-Sim's tracer on the same step: defects detected against ncu
+    "m2acc": lambda: job_trace("mamba2_accelsim", lm("mamba2_lm"), tracer=ACCELSIM,
+                               baseline=False,
+                               ref=WORK / "ncu_mamba2_tiny" / "ncu.csv"),
+    # torch CUDA graph replay (cuBLAS GEMM + elementwise as graph kernel nodes)
+    "gr": lambda: (job_trace("graph_step", Step(str(ROOT / "bench/device/graph_step.py")),
+                             baseline=True, timeout=120),
+                   job_profile("graph_step", Step(str(ROOT / "bench/device/graph_step.py")),
+                               "graph_step")),
+    # paper-size steps: profile only (tracing them whole is what sampling is for)
+    "m2p": lambda: job_profile("mamba2_paper", Step("mamba2_lm", "paper", 2, 1), None, "core"),
+    "mvp": lambda: job_profile("mambavision_paper", Step("mambavision", "paper", 2, 1), None,
+                               "core"),
+}
+
+
+def pack(max_files: int = 5, max_bytes: int = 15 << 20) -> None:
+    """$OUT may bring back 8 files of 16 MiB: everything small goes into meta.tar; trace
+    kernels into up to ``max_files - 1`` tars, largest files dropped (and listed) if over."""
+    import tarfile
+
+    files = sorted(p for p in WORK.rglob("*") if p.is_file() and not p.name.endswith(".part"))
+    kernels = [p for p in files if p.name.startswith("kernel-")]
+    meta = [p for p in files if p not in set(kernels)]
+    with tarfile.open(OUT / "meta.tar.gz", "w:gz") as t:
+        for p in meta:
+            t.add(p, arcname=str(p.relative_to(WORK)))
+    kernels.sort(key=lambda p: p.stat().st_size)
+    parts, cur, size, dropped = [], [], 0, []
+    for p in kernels:
+        n = p.stat().st_size
+        if size + n > max_bytes:
+            if cur:
+                parts.append(cur)
+            cur, size = [], 0
+            if len(parts) >= max_files - 1 or n > max_bytes:
+                dropped.append(str(p.relative_to(WORK)))
+                continue
+        cur.append(p)
+        size += n
+    if cur and len(parts) < max_files - 1:
+        parts.append(cur)
+    elif cur:
+        dropped += [str(p.relative_to(WORK)) for p in cur]
+    for i, part in enumerate(parts):
+        with tarfile.open(OUT / f"kernels{i}.tar", "w") as t:
+            for p in part:
+                t.add(p, arcname=str(p.relative_to(WORK)))
+    (OUT / "dropped.txt").write_text("\n".join(dropped) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("jobs", nargs="+")
+    ap.add_argument("--budget", type=float, default=540, help="stop starting jobs after this")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    WORK.mkdir(parents=True, exist_ok=True)
+    for j in args.jobs:
+        if time.time() - T0 > args.budget:
+            emit({"job": j, "skipped": "suite budget spent"})
+            continue
+        print(f"=== job {j} at {time.time() - T0:.0f} s", flush=True)
+        try:
+            JOBS[j]()
+        except Exception:  # noqa: BLE001
+            emit({"job": j, "error": traceback.format_exc()[-2000:]})
+    pack()
+
+
+if __name__ == "__main__":
+    main()

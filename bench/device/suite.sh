@@ -1,0 +1,26 @@
+#!/bin/bash
+# One device call: tracer smoke cases on smoke_app, then capture_suite.py JOBS.
+#   bash bench/device/suite.sh "m2 m1" [budget_s]
+set -u
+export PYTHONUNBUFFERED=1 NOBANNER=1
+R=$PWD; T=$R/.carry/bin/simfront_tracer.so
+S=/tmp/s; mkdir -p $S
+python3 -m pip install -q --no-deps --no-compile --target /tmp/site .carry/wheels/*.whl > $S/pip.txt 2>&1
+export PYTHONPATH=/tmp/site:$R SUITE_WORK=/tmp/suite
+MF=$(tail -1 bench/device/ncu_metrics.txt)
+tm() { local t0=$(date +%s%N); "$@"; local rc=$?; echo "rc=$rc wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))"; }
+trace() { local name=$1; shift; local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  echo "== $name"; mkdir -p $S/$name
+  ( cd $S/$name && tm timeout ${TO:-120} env "${envs[@]}" SIMFRONT_TRACE_DIR=$S/$name/trace LD_PRELOAD=$T NVTX_INJECTION64_PATH=$T "$@" ) > $S/$name/log.txt 2>&1
+  tail -4 $S/$name/log.txt; cat $S/$name/trace/kernelslist.g 2>/dev/null | tr '\n' ' '; echo; }
+if [ "${SMOKE:-1}" = 1 ]; then
+APP=$R/.carry/bin/smoke_app
+trace app_profiler SIMFRONT_WINDOW=profiler -- $APP
+trace app_nvtx SIMFRONT_WINDOW=nvtx:step -- $APP
+trace app_regex SIMFRONT_WINDOW=all SIMFRONT_KERNEL_REGEX=shared_sum -- $APP
+trace app_sample SIMFRONT_WINDOW=profiler SIMFRONT_SAMPLE_STRIDE=2 SIMFRONT_SAMPLE_MAX_CTAS=3 -- $APP
+echo "== app ncu full"; ( ncu --profile-from-start off --clock-control none --csv --page raw --metrics $MF $APP > $S/app_ncu_full.csv ) 2>&1 | grep -v "^==PROF==" | tail -3
+python3 bench/device/check_smoke.py $S 2>&1 | tail -40
+fi
+python3 bench/device/capture_suite.py $1 --budget ${2:-500} 2>&1 | grep -v "Warning\|warn(" 
+tar czf $OUT/smoke.tgz -C /tmp s; ls -la $OUT

@@ -1,0 +1,245 @@
+"""The studies end to end: load inputs (ncu CSVs, sweep HDF5 files), run the analyses and
+lay their results out as report sections. The CLI and the demo call these."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simfront.analysis import plots
+from simfront.analysis.balance import BalanceResult, H100_RATIO, balance_study
+from simfront.analysis.bound import AnalyticBound
+from simfront.analysis.categories import CATEGORY_DOC, kernel_category, short_name
+from simfront.analysis.characterize import Characterization, characterize
+from simfront.analysis.correlate import Correlation
+from simfront.analysis.report import Report
+from simfront.errors import InputError
+
+RATIO_COLUMNS = ("tensor_vector_ratio", "ratio")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def characterize_ncu(paths: list[Path]) -> list[Characterization]:
+    """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``)."""
+    from simfront.stats.ncu import read_ncu_csv, workload_name
+
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        files += sorted(p.glob("*.ncu.csv")) if p.is_dir() else [p]
+    if not files:
+        raise InputError("no ncu CSV files found", paths[0] if paths else None)
+    return [characterize(read_ncu_csv(f), workload_name(f)) for f in files]
+
+
+def ratio_of_params(params: dict[str, Any], base: str = "h100") -> float | None:
+    """The tensor:vector ratio of the GPU a job ran on, from its variant parameters: built
+    with the GPU stage where it can, else read from a parameter that names it."""
+    try:
+        from simfront.gpu.derived import tensor_vector_ratio
+        from simfront.sweep.inputs import build_gpu
+        return float(tensor_vector_ratio(build_gpu(base, params)))
+    except Exception:  # GPU stage absent or a param it does not know: fall back below
+        pass
+    from fractions import Fraction
+    for k, v in params.items():
+        if "ratio" in k and k != "ratio_mode":
+            try:
+                if isinstance(v, str) and ":" in v:
+                    a, b = v.split(":", 1)
+                    return float(Fraction(a.strip()) / Fraction(b.strip()))
+                return float(v)
+            except (TypeError, ValueError, ZeroDivisionError):
+                return None
+    for k, v in params.items():
+        if "vector" in k and isinstance(v, (int, float)) and v > 0:
+            return H100_RATIO / float(v)
+    return None
+
+
+def load_sweep_records(path: str | Path, ratio_column: str | None = None,
+                       base_gpu: str = "h100") -> pd.DataFrame:
+    """Records of a sweep's HDF5 file with a ``ratio`` column (tensor:vector ratio of the
+    job's GPU) and ``category``/``short_name``; records of failed jobs are left out."""
+    from simfront.stats.h5store import read_jobs, read_records
+
+    rec = read_records(path)
+    if rec.empty:
+        raise InputError("the sweep holds no records (did its jobs fail?)", path)
+    jobs = None
+    try:
+        jobs = read_jobs(path)
+    except InputError:
+        pass
+    if jobs is not None and "ok" in jobs and "job_id" in rec:
+        good = set(jobs.loc[jobs["ok"].astype(bool), "job_id"])
+        rec = rec[rec["job_id"].isin(good)]
+    if ratio_column:
+        if ratio_column not in rec:
+            raise InputError(f"no column '{ratio_column}' in the records", path)
+        rec = rec.assign(ratio=rec[ratio_column].astype(float))
+    elif not any(c in rec for c in RATIO_COLUMNS):
+        if jobs is None or "params" not in jobs:
+            raise InputError("cannot tell each record's tensor:vector ratio: no ratio column "
+                             "and no job parameters; name one with --ratio-column", path)
+        ratios = {}
+        for jid, params in zip(jobs["job_id"], jobs["params"]):
+            p = json.loads(params) if isinstance(params, str) and params else {}
+            ratios[jid] = ratio_of_params(p, base_gpu)
+        rec = rec.assign(ratio=rec["job_id"].map(ratios))
+        if rec["ratio"].isna().any():
+            bad = sorted(rec.loc[rec["ratio"].isna(), "config"].unique())
+            raise InputError("cannot tell the tensor:vector ratio of config(s) "
+                             f"{', '.join(map(str, bad))}; name a column with --ratio-column", path)
+    elif "ratio" not in rec:
+        rec = rec.assign(ratio=rec["tensor_vector_ratio"].astype(float))
+    if "kernel_name" in rec:
+        rec["short_name"] = rec["kernel_name"].astype(str).map(short_name)
+        if "category" not in rec:
+            rec["category"] = rec["kernel_name"].astype(str).map(kernel_category)
+    return rec.reset_index(drop=True)
+
+
+def balance_per_workload(rec: pd.DataFrame, **kw: Any) -> dict[str, BalanceResult]:
+    """One balance study per workload (and backend, when a sweep holds several)."""
+    out: dict[str, BalanceResult] = {}
+    groups = [c for c in ("workload", "backend") if c in rec]
+    for key, g in (rec.groupby(groups) if groups else [("all", rec)]):
+        name = "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
+        res = balance_study(g, **kw)
+        names = g.drop_duplicates(["workload", "kernel_uid"] if "kernel_uid" in g else
+                                  ["kernel_name"])
+        if "short_name" in g:
+            keymap = dict(zip(names[[c for c in ("workload", "kernel_uid") if c in g]]
+                              .astype(str).agg("/".join, axis=1), names["short_name"]))
+            res.kernels["short_name"] = res.kernels.index.map(keymap)
+        out[name] = res
+    return out
+
+
+# --------------------------------------------------------------------------- report sections
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.1%}"
+
+
+def add_characterization(report: Report, chars: list[Characterization]) -> None:
+    s = report.section("Hardware characterization (H100, ncu)")
+    s.text("Each training step's kernels as measured by Nsight Compute. Shares are of step "
+           "time; means over kernels are weighted by kernel time. Categories: " +
+           "; ".join(f"{k}: {v}" for k, v in CATEGORY_DOC.items()) + ".")
+    summary = pd.DataFrame([{
+        "workload": ch.workload, "launches": ch.launches,
+        "step time (ms)": ch.step_time_s * 1e3,
+        "DRAM use, time-weighted": ch.dram_util_time_weighted,
+        "DRAM use, mean of launches": ch.dram_util_mean_unweighted,
+        "clock (GHz)": ch.ceilings.clock_hz / 1e9,
+        "DRAM peak (TB/s)": ch.ceilings.dram_bw / 1e12,
+        "tensor FLOP/SM/cycle (measured)": ch.ceilings.tensor_flop_per_sm_cycle,
+        "best GEMM (TFLOP/s)": ch.ceilings.tensor_flops_achieved / 1e12} for ch in chars])
+    s.table(summary, "Steps")
+    report.add_figure(s, plots.category_breakdown(chars), "category_breakdown",
+                      "Operator breakdown: share of step time by category")
+    shares = pd.concat({ch.workload: ch.categories[["share", "launches", "dram_util_tw"]]
+                        for ch in chars}, axis=1)
+    s.table(shares, "Category shares (share of step time, launches, time-weighted DRAM use)")
+    report.add_figure(s, plots.dram_util(chars), "dram_util",
+                      "Time-weighted DRAM bandwidth use per category and per step")
+    for ch in chars:
+        t = report.section(f"{ch.workload}: roofline, pipe classes and SSM kernels")
+        c = ch.ceilings
+        t.text(f"Ceilings measured from the records: DRAM {c.dram_bw / 1e12:.2f} TB/s (the peak "
+               f"ncu's percentages refer to; best kernel {c.dram_bw_achieved / 1e12:.2f} TB/s), "
+               f"tensor {c.tensor_flop_per_sm_cycle:.0f} FLOP per tensor-active SM cycle "
+               f"(measured on the GEMMs) = {c.tensor_flops_peak / 1e12:.0f} TFLOP/s at the "
+               f"step's median clock {c.clock_hz / 1e9:.2f} GHz; FP32 256 FLOP/SM/cycle "
+               f"(datasheet) = {c.fp32_flops_peak / 1e12:.0f} TFLOP/s. "
+               + " ".join(c.notes))
+        report.add_figure(t, plots.roofline(ch), f"roofline_{ch.workload}",
+                          f"Roofline of {ch.workload}")
+        report.add_figure(t, plots.pipe_classes(ch), f"pipe_classes_{ch.workload}",
+                          f"Tensor against vector pipe utilization, {ch.workload}")
+        t.table(ch.pipe_classes, "Pipe classes (a pipe is used at >= 5% of active cycles)")
+        t.table(ch.ssm_table, "SSM kernels")
+        t.table(ch.comparison, "Against the seed study's published figures")
+
+
+def add_balance(report: Report, results: dict[str, BalanceResult],
+                bounds: dict[str, AnalyticBound] | None = None) -> None:
+    for name, res in results.items():
+        s = report.section(f"Tensor:vector balance: {name}")
+        sm = res.summary()
+        iv = res.intervals
+
+        def with_iv(key: str, v: float | None) -> str:
+            if v is None:
+                return "none in the swept range"
+            i = iv.get(key)
+            return f"{v:.3g}" + (f" (5-95%: {i[0]:.3g}-{i[1]:.3g})" if i else "")
+
+        s.text(f"{sm['kernels']} kernels at ratios {', '.join(f'{r:g}' for r in res.ratios)} "
+               f"(tensor FLOP per FP32 FLOP per cycle; the H100 is 16). Step speedup at most "
+               f"{sm['step_speedup_max']:.3f}x (at ratio {sm['ratio_of_max_speedup']:g}). "
+               f"Tensor-limited = vector-limited step time at ratio "
+               f"{with_iv('crossing_ratio', res.crossing)}; by busy-pipe time at "
+               f"{'n/a' if res.crossing_busy is None else f'{res.crossing_busy:.3g}'}. Knee: "
+               f"ratio {with_iv('knee_ratio', res.knee)}; more vector units gain less than "
+               f"{res.min_gain:.0%} of step time per doubling from ratio "
+               f"{with_iv('stop_paying_ratio', res.stop_paying)}. Intervals: bootstrap over "
+               f"the step's kernels.")
+        for n in res.notes:
+            s.text("Note: " + n)
+        bound = (bounds or {}).get(name)
+        report.add_figure(s, plots.step_speedup(res, bound), f"speedup_{_slug(name)}",
+                          "Step and per-category speedup against the ratio")
+        report.add_figure(s, plots.limited_time(res), f"limiters_{_slug(name)}",
+                          "Step time by limiting pipe against the ratio")
+        report.add_figure(s, plots.kernel_heatmap(res), f"kernels_{_slug(name)}",
+                          "Per-kernel speedup and limiter")
+        step = res.step.drop(columns=["ratio"]).copy()
+        s.table(step, f"Step ({res.unit}) by ratio")
+        k = res.kernels.sort_values("base_time", ascending=False).head(20)
+        cols = [c for c in ("short_name", "category", "base_time", "share", "best_speedup",
+                            "limiter_at_base") if c in k]
+        s.table(k[cols], "Kernels with the most time at the baseline ratio")
+        if bound is not None:
+            br = bound.balance_ratio
+            where = ("the traces hold no tensor work, so any ratio is vector-side only"
+                     if br == 0 else "they hold no vector FLOPs" if br is None else
+                     f"tensor and vector pipe time of the step are equal at ratio {br:.3g} "
+                     "(sum of tensor FLOPs over sum of vector FLOPs)")
+            s.text(f"Analytic bound ({bound.source}; compute at the model's peak rates, memory "
+                   f"as the compulsory sector traffic at DRAM bandwidth): {where}; bound "
+                   f"speedup at most {bound.step['speedup'].max():.3f}x (dashed purple line).")
+
+
+def add_analytic_only(report: Report, bounds: dict[str, AnalyticBound]) -> None:
+    s = report.section("Analytic tensor:vector bound from instruction mixes")
+    rows = []
+    for name, b in bounds.items():
+        rows.append({"workload": name, "source": b.source, "balance ratio": b.balance_ratio,
+                     "crossing": b.crossing, "max speedup": float(b.step["speedup"].max())})
+    s.table(pd.DataFrame(rows))
+
+
+def add_correlation(report: Report, corr: Correlation) -> None:
+    s = report.section(f"Correlation: {corr.backend} against hardware")
+    s.text(f"{len(corr.matched)} launches matched by kernel and occurrence "
+           f"({corr.unmatched_sim} simulated and {corr.unmatched_hw} measured left unmatched). "
+           f"MAPE {corr.mape:.1%}, Pearson r {corr.pearson:.3f} (on log cycles "
+           f"{corr.pearson_log:.3f}). " + " ".join(corr.notes))
+    report.add_figure(s, plots.correlation(corr), f"correlation_{_slug(corr.backend)}",
+                      "Simulated against measured cycles")
+    worst = corr.matched.reindex(corr.matched["error"].abs().sort_values(ascending=False).index)
+    s.table(worst.head(15), "Largest errors")
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in s)

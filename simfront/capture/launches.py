@@ -1,0 +1,128 @@
+"""Kernel launches as records: the tracer's launch sidecar (``launches.jsonl``) and the rows
+of an ncu profile, in one shape so the two can be matched launch by launch."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from simfront.errors import InputError
+
+SIDECAR = "launches.jsonl"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch, as the tracer or ncu saw it."""
+
+    order: int                       # position among the launches of its source
+    name: str                        # as recorded (mangled from the tracer, demangled by ncu)
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    kernel_id: int | None = None     # the tracer's process-wide launch counter
+    regs: int | None = None
+    shmem_static: int | None = None
+    shmem_dynamic: int | None = None
+    binary_version: int | None = None
+    stream: int | None = None
+    api: str | None = None           # cuLaunchKernel, cuLaunchKernelEx, cuGraphLaunch
+    graph: bool = False
+    traced: bool = False
+    in_window: bool = False
+    file: str | None = None          # trace file name, for traced launches
+    traced_ctas: int | None = None
+
+    @property
+    def key(self) -> str:
+        """The function's own name: what both the tracer's mangled name and ncu's
+        demangled one reduce to."""
+        from simfront.analysis.categories import short_name
+
+        return short_name(self.name)
+
+    @property
+    def shmem(self) -> int | None:
+        if self.shmem_static is None:
+            return None
+        return self.shmem_static + (self.shmem_dynamic or 0)
+
+    @property
+    def n_ctas(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+def read_sidecar(path: str | Path) -> list[Launch]:
+    """Every launch the tracer saw, in launch order (graph-capture records skipped: their
+    launches appear when the graph runs)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / SIDECAR
+    if not path.exists():
+        raise InputError("launch sidecar not found (was the tracer simfront's?)", path)
+    out: list[Launch] = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not JSON: {exc.msg}", path, lineno) from None
+            if rec.get("captured"):
+                continue
+            try:
+                out.append(Launch(
+                    order=len(out), name=rec["name"], grid=tuple(rec["grid"]),
+                    block=tuple(rec["block"]), kernel_id=rec.get("kernel_id"),
+                    regs=rec.get("regs"), shmem_static=rec.get("shmem_static"),
+                    shmem_dynamic=rec.get("shmem_dynamic"),
+                    binary_version=rec.get("binary_version"), stream=rec.get("stream"),
+                    api=rec.get("api"), graph=bool(rec.get("graph")),
+                    traced=bool(rec.get("traced")), in_window=bool(rec.get("window_open")),
+                    file=rec.get("file"), traced_ctas=rec.get("traced_ctas")))
+            except (KeyError, TypeError) as exc:
+                raise InputError(f"launch record lacks {exc}", path, lineno) from None
+    return out
+
+
+def window_launches(launches: list[Launch]) -> list[Launch]:
+    """The launches inside the capture window (traced ones, or in list-only runs the ones
+    that ran while the window was open), renumbered from 0."""
+    sel = [x for x in launches if x.traced] or [x for x in launches if x.in_window]
+    return [_renumber(x, i) for i, x in enumerate(sel)]
+
+
+def _renumber(x: Launch, i: int) -> Launch:
+    from dataclasses import replace
+
+    return replace(x, order=i)
+
+
+def _dim3(v) -> tuple[int, int, int]:
+    if isinstance(v, str):
+        parts = [int(float(p)) for p in v.strip("() ").split(",") if p.strip()]
+    else:
+        parts = [int(p) for p in v]
+    parts += [1] * (3 - len(parts))
+    return tuple(parts[:3])  # type: ignore[return-value]
+
+
+def ncu_launches(df) -> list[Launch]:
+    """Launch records from a DataFrame of ``simfront.stats.ncu.read_ncu_csv``."""
+    out: list[Launch] = []
+    for i, r in enumerate(df.to_dict("records")):
+        def num(col: str) -> int | None:
+            v = r.get(col)
+            try:
+                return None if v is None or v != v else int(v)
+            except (TypeError, ValueError):
+                return None
+
+        out.append(Launch(order=i, name=str(r.get("kernel_name", "")), grid=_dim3(r["grid"]),
+                          block=_dim3(r["block"]), regs=num("regs_per_thread"),
+                          shmem_static=num("launch__shared_mem_per_block_static"),
+                          shmem_dynamic=num("launch__shared_mem_per_block_dynamic"),
+                          stream=num("stream"), in_window=True))
+    return out

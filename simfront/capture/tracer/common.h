@@ -1,0 +1,32 @@
+/* Records sent from the GPU to the host receiving thread of the simfront tracer.
+ *
+ * The static part of an instruction (PC, opcode, registers, immediate) never travels:
+ * the host keeps it in a table indexed by `sid`, so a record is 32 bytes, plus 256
+ * bytes of per-lane addresses for memory instructions only. */
+#pragma once
+#include <stdint.h>
+
+#define SF_MAX_SRC 5
+
+/* launch word (64 bits, set per launch through nvbit_set_at_launch):
+ *   bits  0..23  launch slot (0: do not record)
+ *   bits 24..35  CTA sampling stride (0 or 1: every CTA)
+ *   bits 36..63  CTA limit after striding (0: no limit) */
+#define SF_LW_SLOT(w) ((uint32_t)((w)&0xffffffull))
+#define SF_LW_STRIDE(w) ((uint32_t)(((w) >> 24) & 0xfffull))
+#define SF_LW_MAXCTA(w) ((uint32_t)((w) >> 36))
+#define SF_SENTINEL_SLOT 0xffffffu
+
+typedef struct {
+  uint32_t slot;     /* launch slot, SF_SENTINEL_SLOT for the flush marker */
+  uint32_t sid;      /* static instruction id (host table) */
+  uint32_t cta_x, cta_y, cta_z;
+  uint32_t warp_tb;  /* warp index inside the thread block */
+  uint32_t mask;     /* active & guard predicate, as Accel-Sim prints it */
+  uint32_t has_addr; /* 1: sf_mem_rec_t with addresses */
+} sf_rec_t;
+
+typedef struct {
+  sf_rec_t h;
+  uint64_t addrs[32];
+} sf_mem_rec_t;

@@ -1,0 +1,46 @@
+/* Device function injected before every SASS instruction of a traced kernel. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "utils/channel.hpp"
+#include "utils/utils.h"
+
+#include "common.h"
+
+extern "C" __device__ __noinline__ void sf_trace(int pred, uint32_t sid, int is_mem,
+                                                 uint64_t addr, uint64_t launch_word,
+                                                 uint64_t pchannel_dev) {
+  const uint32_t slot = SF_LW_SLOT(launch_word);
+  if (slot == 0) return;
+  const int4 cta = get_ctaid();
+  /* sampling is decided per CTA, so the whole warp leaves together */
+  const uint32_t stride = SF_LW_STRIDE(launch_word) > 1 ? SF_LW_STRIDE(launch_word) : 1;
+  const uint32_t maxcta = SF_LW_MAXCTA(launch_word);
+  const uint64_t lin = (uint64_t)cta.x + (uint64_t)cta.y * gridDim.x +
+                       (uint64_t)cta.z * gridDim.x * gridDim.y;
+  if (lin % stride) return;
+  if (maxcta && lin / stride >= maxcta) return;
+
+  const uint32_t active = __activemask();
+  const uint32_t predmask = __ballot_sync(active, pred);
+  const int lane = get_laneid();
+  const int first = __ffs(active) - 1;
+
+  sf_mem_rec_t r;
+  r.h.slot = slot;
+  r.h.sid = sid;
+  r.h.cta_x = cta.x;
+  r.h.cta_y = cta.y;
+  r.h.cta_z = cta.z;
+  r.h.warp_tb = (threadIdx.z * blockDim.y * blockDim.x + threadIdx.y * blockDim.x +
+                 threadIdx.x) / 32;
+  r.h.mask = active & predmask;
+  r.h.has_addr = is_mem ? 1 : 0;
+  if (is_mem) {
+    for (int i = 0; i < 32; i++) r.addrs[i] = __shfl_sync(active, addr, i);
+  }
+  if (lane == first) {
+    ChannelDev *ch = (ChannelDev *)pchannel_dev;
+    ch->push(&r, is_mem ? sizeof(sf_mem_rec_t) : sizeof(sf_rec_t));
+  }
+}

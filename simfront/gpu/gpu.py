@@ -1,0 +1,82 @@
+"""The whole GPU: SMs, memory, clocks, interconnect, plus raw simulator options."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simfront.gpu.memory import DRAM, L2
+from simfront.gpu.serialize import LineLookup, from_plain, to_plain
+from simfront.gpu.sm import SM
+from simfront.gpu.units import Frequency
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """On-chip clock domains. ``core`` is the SM clock the model counts cycles in; the
+    interconnect and L2 run in their own domains (the DRAM clock lives in ``DRAM``)."""
+
+    core: Frequency
+    interconnect: Frequency
+    l2: Frequency
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """SM <-> memory-partition network.
+
+    model: 'xbar' (Accel-Sim's built-in local crossbar, -network_mode 2) or 'booksim'
+        (-network_mode 1 with the written .icnt file).
+    flit_size: bytes per flit; subnets: separate request and reply networks.
+    buffer: input and output buffer entries per node.
+    """
+
+    model: str
+    flit_size: int
+    subnets: int
+    buffer: int
+
+
+@dataclass(frozen=True)
+class GPU:
+    """A complete GPU description. Build one with a preset (``h100()``), ``load_gpu`` or
+    ``with_variants``; ``validate`` it before a backend uses it.
+
+    raw: simulator options passed through unchanged (Accel-Sim option name without the
+    leading '-', to its value); the escape hatch for what the description cannot say.
+    They override what the writer derives and are validated like everything else.
+    """
+
+    name: str
+    sm_count: int
+    sm: SM
+    l2: L2
+    dram: DRAM
+    clocks: Clocks
+    interconnect: Interconnect
+    raw: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (YAML/JSON-able); sizes and clocks as strings with units."""
+        data = to_plain(self)
+        data["raw"] = dict(self.raw)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: Path | None = None,
+                  lines: LineLookup | None = None) -> "GPU":
+        """Inverse of ``to_dict``; a bad field raises ConfigError naming it (and the file
+        and line when ``source``/``lines`` say where the data came from)."""
+        return from_plain(cls, data, source=source, lines=lines)
+
+    def replace(self, **changes: Any) -> "GPU":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def raw_options(self) -> dict[str, str]:
+        return dict(self.raw)
+
+    def units(self, pipe: str) -> int:
+        return self.sm.units(pipe)

@@ -1,0 +1,433 @@
+"""``--isa-compat ampere``: replay Hopper (sm_90) traces on Accel-Sim 1.x's Ampere opcode map.
+
+Accel-Sim 1.x has opcode maps up to Ampere and rejects binary version 90; Hopper SASS also
+holds opcodes the Ampere map lacks, on which the simulator asserts mid-run (``REDG`` in the
+selective-scan backward kernel). This module writes a *rewritten copy* of a trace set (never
+in place) that:
+
+- sets ``-binary version`` to 80 (A100) or 86 (GA10x), the two versions that select
+  Accel-Sim's Ampere map;
+- lowers the Hopper opcodes that have an Ampere equivalent, keeping registers, addresses and
+  modifiers (see :data:`LOWERINGS`);
+- refuses, before anything is written or simulated, a trace set holding opcodes that have
+  none (``HGMMA``, ``UTMALDG``, ``SYNCS``, ...), naming each with its count and first line;
+- optionally overrides header fields (``nregs``, ``shmem``) that the tracer wrote wrong.
+
+It is an approximation and is documented as one: lowered instructions run with Ampere's
+latencies, and the simulated machine decodes an Ampere instruction stream.
+
+Traces are streamed line by line (``.traceg``, ``.traceg.xz`` or ``.traceg.zst`` in, the same
+or plain ``.traceg`` out), so a multi-gigabyte kernel never sits in memory.
+"""
+
+from __future__ import annotations
+
+import io
+import lzma
+import os
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from simfront.errors import BackendError, TraceFormatError
+from simfront.traces.kernelslist import KernelRef, format_kernelslist, parse_kernelslist
+
+#: Binary versions that select Accel-Sim 1.x's Ampere opcode map.
+AMPERE_BINARY_VERSIONS = (80, 86)
+
+#: Base opcodes of Accel-Sim 1.x's Ampere map (gpu-simulator/ISA_Def/ampere_opcode.h, 2024
+#: dev branch). An opcode outside this set makes that simulator assert.
+AMPERE_OPCODES = frozenset("""
+FADD FADD32I FCHK FFMA32I FFMA FMNMX FMUL FMUL32I FSEL FSET FSETP FSWZADD MUFU HADD2
+HADD2_32I HFMA2 HFMA2_32I HMUL2 HMUL2_32I HSET2 HSETP2 HMNMX2 HMMA DMMA BMMA IMMA DADD DFMA
+DMUL DSETP BMSK BREV FLO IABS IADD IADD3 IADD32I IDP IDP4A IMAD IMNMX IMUL IMUL32I ISCADD
+ISCADD32I ISETP LEA LOP LOP3 LOP32I POPC SHF SHL SHR VABSDIFF VABSDIFF4 F2F F2FP F2I I2F I2I
+I2IP I2FP F2IP FRND MOV MOV32I MOVM PRMT SEL SGXT SHFL PLOP3 PSETP P2R R2P LD LDC LDG LDL LDS
+LDSM ST STG STL STS MATCH QSPC ATOM ATOMS ATOMG RED CCTL CCTLL ERRBAR MEMBAR CCTLT LDGDEPBAR
+LDGSTS R2UR REDUX S2UR UBMSK UBREV UCLEA UF2FP UFLO UIADD3 UIMAD UISETP ULDC ULEA ULOP ULOP3
+ULOP32I UMOV UP2UR UPLOP3 UPOPC UPRMT UPSETP UR2UP USEL USGXT USHF USHL USHR VOTEU TEX TLD
+TLD4 TMML TXD TXQ SUATOM SULD SUQUERY SURED SUST BMOV BPT BRA BREAK BRX BRXU BSSY BSYNC CALL
+EXIT JMP JMX JMXU KILL NANOSLEEP RET RPCMOV RTT WARPSYNC YIELD B2R BAR CS2R CSMTEST DEPBAR
+GETLMEMBASE LEPC NOP PMTRIG R2B S2R SETCTAID SETLMEMBASE VOTE VOTE_VTG
+""".split())
+
+#: Register number the tracer writes for RZ (the zero register).
+RZ = "R255"
+
+
+def _lower_viadd(opcode: str, srcs: list[str]) -> tuple[str, list[str]]:
+    # VIADD Rd, Ra, (Rb|imm) adds two values; IADD3 Rd, Ra, (Rb|imm), RZ adds three. The
+    # immediate stays in the trace's immediate field; the register list gains RZ, which is
+    # how the tracer writes Ampere's own `IADD3 Rd, Ra, imm, RZ` (2 sources: Ra, R255).
+    mods = opcode[len("VIADD"):]
+    return "IADD3" + mods, srcs + [RZ]
+
+
+def _lower_rename(new: str, old: str) -> Callable[[str, list[str]], tuple[str, list[str]]]:
+    def lower(opcode: str, srcs: list[str]) -> tuple[str, list[str]]:
+        return new + opcode[len(old):], srcs
+
+    return lower
+
+
+#: Hopper opcode -> how to write it as an Ampere instruction (same registers and addresses).
+#: REDG is sm_90's name for a global reduction, RED on sm_80 (same operands, same
+#: ``.E.ADD.F32...`` modifiers; Accel-Sim 1.x executes OP_RED as a global atomic).
+#: VIMNMX is the sm_90 integer min/max that replaced IMNMX (same operands).
+LOWERINGS: dict[str, Callable[[str, list[str]], tuple[str, list[str]]]] = {
+    "VIADD": _lower_viadd,
+    "REDG": _lower_rename("RED", "REDG"),
+    "VIMNMX": _lower_rename("IMNMX", "VIMNMX"),
+}
+
+#: Hopper opcodes without an Ampere equivalent (warpgroup MMA, TMA, mbarriers, clusters...),
+#: named in refusals with a word on what they are.
+NO_EQUIVALENT: dict[str, str] = {
+    "HGMMA": "warpgroup MMA", "QGMMA": "warpgroup MMA (FP8)", "IGMMA": "warpgroup MMA (int)",
+    "BGMMA": "warpgroup MMA (binary)", "WARPGROUP": "warpgroup arrive/wait",
+    "UTMALDG": "TMA load", "UTMASTG": "TMA store", "UTMAREDG": "TMA reduction",
+    "UTMAPF": "TMA prefetch", "UTMACCTL": "TMA descriptor cache control",
+    "UTMACMDFLUSH": "TMA command flush", "UBLKCP": "bulk copy", "UBLKPF": "bulk prefetch",
+    "UBLKRED": "bulk reduction", "SYNCS": "mbarrier operation", "ARRIVES": "mbarrier arrive",
+    "FENCE": "proxy fence", "UCGABAR_ARV": "cluster barrier", "UCGABAR_WAIT": "cluster barrier",
+    "CGAERRBAR": "cluster error barrier", "ELECT": "leader election",
+    "USETMAXREG": "register reallocation", "VIADDMNMX": "fused add + min/max",
+    "VIMNMX3": "three-way min/max", "STAS": "distributed shared-memory store",
+    "ACQBULK": "bulk acquire", "LDGMC": "multicast load", "REDAS": "distributed reduction",
+}
+
+TRACE_SUFFIXES = (".traceg", ".traceg.xz", ".traceg.zst")
+
+
+@dataclass
+class KernelReport:
+    file: str
+    out_file: str
+    instructions: int = 0
+    changed: Counter = field(default_factory=Counter)
+    header_changes: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class CompatReport:
+    """What a rewrite did: instructions changed by opcode, header fields changed per kernel."""
+
+    target: str
+    binary_version: int
+    out_dir: Path
+    kernels: list[KernelReport] = field(default_factory=list)
+
+    @property
+    def changed(self) -> Counter:
+        total: Counter = Counter()
+        for k in self.kernels:
+            total.update(k.changed)
+        return total
+
+    @property
+    def n_changed(self) -> int:
+        return sum(self.changed.values())
+
+    @property
+    def n_instructions(self) -> int:
+        return sum(k.instructions for k in self.kernels)
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{op} {n}" for op, n in sorted(self.changed.items())) or "none"
+        return (f"isa-compat {self.target}: binary version -> {self.binary_version}; "
+                f"{self.n_changed} of {self.n_instructions} instructions lowered ({parts}) "
+                f"in {len(self.kernels)} kernels")
+
+    def as_dict(self) -> dict:
+        return {"target": self.target, "binary_version": self.binary_version,
+                "n_changed": self.n_changed, "n_instructions": self.n_instructions,
+                "changed": dict(self.changed),
+                "kernels": {k.file: {"changed": dict(k.changed), "instructions": k.instructions,
+                                     "header": {f: list(v) for f, v in k.header_changes.items()}}
+                            for k in self.kernels}}
+
+
+class IsaCompatError(BackendError):
+    """The trace set holds opcodes that the target map cannot run and that have no lowering."""
+
+    def __init__(self, missing: dict[str, tuple[int, str, int]]):
+        self.missing = missing
+        lines = []
+        for op, (n, where, line) in sorted(missing.items(), key=lambda kv: -kv[1][0]):
+            what = NO_EQUIVALENT.get(op, "not in the Ampere map")
+            lines.append(f"  {op} ({what}): {n} instructions, first at {where} line {line}")
+        super().__init__(
+            "--isa-compat ampere refuses this trace set: these Hopper opcodes have no Ampere "
+            "equivalent, and Accel-Sim 1.x would assert on the first one:\n" + "\n".join(lines)
+            + "\nUse an Accel-Sim 2.x install (it has a Hopper map), or drop these kernels "
+            "from the job.")
+
+
+# --------------------------------------------------------------------------- streaming I/O
+
+
+def _open_text_in(path: Path) -> io.TextIOBase:
+    name = path.name
+    if name.endswith(".xz"):
+        return lzma.open(path, "rt", encoding="utf-8", errors="replace")
+    if name.endswith(".zst"):
+        import zstandard
+
+        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    return open(path, "rt", encoding="utf-8", errors="replace")
+
+
+def _open_text_out(path: Path, xz: bool) -> io.TextIOBase:
+    if xz:
+        # preset 1: the copy is scratch for one simulation; speed matters more than size
+        return lzma.open(path, "wt", encoding="utf-8", preset=1)
+    return open(path, "wt", encoding="utf-8")
+
+
+def _out_name(name: str, compress: bool) -> str:
+    for suf in (".xz", ".zst"):
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+    return name + (".xz" if compress else "")
+
+
+# --------------------------------------------------------------------------- rewriting
+
+
+def _split_inst(line: str) -> tuple[list[str], int] | None:
+    """Tokens of an instruction line and the index of its opcode, or None if not one.
+
+    Format: ``PC mask ndst [dst...] opcode nsrc [src...] mem_width [addresses] imm``."""
+    toks = line.split()
+    if len(toks) < 5:
+        return None
+    try:
+        ndst = int(toks[2])
+    except ValueError:
+        return None
+    op_i = 3 + ndst
+    if op_i >= len(toks):
+        return None
+    return toks, op_i
+
+
+def _base(opcode: str) -> str:
+    return opcode.split(".", 1)[0]
+
+
+# One instruction line: PC, mask, ndst, the destination registers, then the opcode (the first
+# token followed by a source count). Matched over whole chunks so scanning runs at C speed.
+_OPCODE_RE = re.compile(
+    rb"^[0-9a-f]+ [0-9a-f]+ (?:0 |1 \S+ |2 \S+ \S+ |3 \S+ \S+ \S+ |4 \S+ \S+ \S+ \S+ )"
+    rb"([A-Z][A-Z0-9_]*)", re.M)
+_CHUNK = 8 << 20
+
+
+def _binary_chunks(path: Path) -> Iterable[bytes]:
+    """Whole lines of a (compressed) trace file, about 8 MB at a time."""
+    name = path.name
+    if name.endswith(".xz"):
+        f = lzma.open(path, "rb")
+    elif name.endswith(".zst"):
+        import zstandard
+
+        f = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"),
+                                                                          closefd=True))
+    else:
+        f = open(path, "rb")
+    with f:
+        rest = b""
+        while True:
+            block = f.read(_CHUNK)
+            if not block:
+                if rest:
+                    yield rest
+                return
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            rest = block[cut:]
+            yield block[:cut]
+
+
+def scan_opcodes(path: Path) -> Counter:
+    """Base-opcode counts of one trace file (a streaming pass)."""
+    counts: Counter = Counter()
+    for chunk in _binary_chunks(path):
+        counts.update(_OPCODE_RE.findall(chunk))
+    return Counter({k.decode(): v for k, v in counts.items()})
+
+
+def _first_line(path: Path, op: str) -> int:
+    with _open_text_in(path) as f:
+        for lineno, line in enumerate(f, 1):
+            parsed = _split_inst(line)
+            if parsed and line[:1] not in "-#tw" and _base(parsed[0][parsed[1]]) == op:
+                return lineno
+    return 0
+
+
+def check_opcodes(trace_dir: Path, files: Iterable[str]) -> dict[str, tuple[int, str, int]]:
+    """Opcodes without Ampere map entry or lowering: {op: (count, first file, first line)}."""
+    missing: dict[str, list] = {}
+    for name in files:
+        for op, n in scan_opcodes(trace_dir / name).items():
+            if op in AMPERE_OPCODES or op in LOWERINGS:
+                continue
+            if op not in missing:
+                missing[op] = [0, name, _first_line(trace_dir / name, op)]
+            missing[op][0] += n
+    return {op: (n, f, ln) for op, (n, f, ln) in missing.items()}
+
+
+_LOWER_KEYS = tuple(f" {op}" for op in LOWERINGS)
+
+
+def _rewrite_line(line: str, counts: Counter) -> str:
+    for key in _LOWER_KEYS:  # most lines hold none of them: a substring test, no split
+        if key in line:
+            break
+    else:
+        return line
+    parsed = _split_inst(line)
+    if not parsed:
+        return line
+    toks, i = parsed
+    op = _base(toks[i])
+    lower = LOWERINGS.get(op)
+    if lower is None:
+        return line
+    try:
+        nsrc = int(toks[i + 1])
+    except (ValueError, IndexError):
+        return line
+    srcs = toks[i + 2: i + 2 + nsrc]
+    new_op, new_srcs = lower(toks[i], srcs)
+    counts[op] += 1
+    out = toks[:i] + [new_op, str(len(new_srcs))] + new_srcs + toks[i + 2 + nsrc:]
+    return " ".join(out) + " \n"
+
+
+def _rewrite_header(line: str, binary_version: int, overrides: dict[str, int | str],
+                    changes: dict[str, tuple[str, str]]) -> str:
+    key, sep, value = line[1:].partition("=")
+    if not sep:
+        return line
+    key = key.strip()
+    value = value.strip()
+    if key == "binary version":
+        new = str(binary_version)
+    elif key in overrides:
+        new = str(overrides[key])
+    else:
+        return line
+    if new != value:
+        changes[key] = (value, new)
+    return f"-{key} = {new}\n"
+
+
+def rewrite_kernel(src: Path, dst: Path, binary_version: int = 80,
+                   overrides: dict[str, int | str] | None = None) -> KernelReport:
+    """Rewrite one trace file (streaming) into ``dst`` (written to a temp name, then renamed)."""
+    rep = KernelReport(file=src.name, out_file=dst.name)
+    overrides = {k.replace("_", " "): v for k, v in (overrides or {}).items()}
+    tmp = dst.with_name(dst.name + ".part")
+    counts = rep.changed
+    n = 0
+    try:
+        with _open_text_in(src) as fin, _open_text_out(tmp, dst.name.endswith(".xz")) as fout:
+            for line in fin:
+                c = line[:1]
+                if c == "-":  # header line (instruction lines start with a hex PC)
+                    fout.write(_rewrite_header(line, binary_version, overrides, rep.header_changes))
+                    continue
+                if c == "#" or c == "\n" or c == "t" or c == "w" or c == "i" or not c:
+                    fout.write(line)
+                    continue
+                n += 1
+                fout.write(_rewrite_line(line, counts))
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    rep.instructions = n
+    return rep
+
+
+def rewrite_traceset(trace_dir: str | Path, out_dir: str | Path, target: str = "ampere",
+                     binary_version: int = 80, files: list[str] | None = None,
+                     header_overrides: dict[str, dict[str, int | str]] | None = None,
+                     compress: bool = False,
+                     progress: Callable[[str], None] | None = None) -> CompatReport:
+    """Write a rewritten copy of a trace set for Accel-Sim 1.x's Ampere map.
+
+    ``files`` limits the copy to those kernel files (kernelslist order kept, memcpys kept);
+    ``header_overrides`` maps a kernel file (or ``"*"`` for every kernel) to header fields to
+    set (``{"nregs": 32}``). Refuses with :class:`IsaCompatError`, before writing anything,
+    when an opcode can be neither run nor lowered. ``out_dir`` must not be ``trace_dir``."""
+    if target != "ampere":
+        raise BackendError(f"unknown --isa-compat target '{target}'; the only one is 'ampere'")
+    if binary_version not in AMPERE_BINARY_VERSIONS:
+        raise BackendError(f"binary version {binary_version} does not select the Ampere map; "
+                           f"use one of {AMPERE_BINARY_VERSIONS}")
+    trace_dir = Path(trace_dir)
+    out_dir = Path(out_dir)
+    if out_dir.resolve() == trace_dir.resolve():
+        raise BackendError("--isa-compat writes a copy: the output directory must differ from "
+                           f"the trace directory {trace_dir}")
+    entries = parse_kernelslist(trace_dir / "kernelslist.g")
+    wanted = set(files) if files is not None else None
+    kept = [e for e in entries if not isinstance(e, KernelRef) or wanted is None or e.file in wanted]
+    kernel_files = [e.file for e in kept if isinstance(e, KernelRef)]
+    for name in kernel_files:
+        if not (trace_dir / name).exists():
+            raise TraceFormatError(f"kernelslist.g names {name}, which is not there", trace_dir)
+    missing = check_opcodes(trace_dir, kernel_files)
+    if missing:
+        raise IsaCompatError(missing)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = CompatReport(target=target, binary_version=binary_version, out_dir=out_dir)
+    renamed = []
+    overrides_all = (header_overrides or {}).get("*", {})
+    for e in kept:
+        if not isinstance(e, KernelRef):
+            renamed.append(e)
+            continue
+        if progress:
+            progress(e.file)
+        out_name = _out_name(e.file, compress)
+        ov = {**overrides_all, **(header_overrides or {}).get(e.file, {})}
+        report.kernels.append(rewrite_kernel(trace_dir / e.file, out_dir / out_name,
+                                             binary_version, ov))
+        renamed.append(KernelRef(out_name, e.line))
+    tmp = out_dir / "kernelslist.g.part"
+    tmp.write_text(format_kernelslist(renamed))
+    os.replace(tmp, out_dir / "kernelslist.g")
+    return report
+
+
+def copy_traceset(trace_dir: Path, out_dir: Path, files: list[str] | None = None) -> list[str]:
+    """A plain copy (decompressed to ``.traceg``, which Accel-Sim 1.x reads) of a trace set."""
+    entries = parse_kernelslist(trace_dir / "kernelslist.g")
+    wanted = set(files) if files is not None else None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for e in entries:
+        if isinstance(e, KernelRef):
+            if wanted is not None and e.file not in wanted:
+                continue
+            name = _out_name(e.file, False)
+            if e.file.endswith((".xz", ".zst")):
+                with _open_text_in(trace_dir / e.file) as fin, open(out_dir / name, "w") as fout:
+                    shutil.copyfileobj(fin, fout, 1 << 20)
+            else:
+                shutil.copyfile(trace_dir / e.file, out_dir / name)
+            kept.append(KernelRef(name, e.line))
+        else:
+            kept.append(e)
+    (out_dir / "kernelslist.g").write_text(format_kernelslist(kept))
+    return [e.file for e in kept if isinstance(e, KernelRef)]

@@ -1,0 +1,105 @@
+"""The model as a simfront backend (name ``model``, the default)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from simfront.errors import SimfrontError
+from simfront.sim.backend import Backend, SimJob, SimResult
+from simfront.sim.model.api import simulate_kernel
+from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
+
+#: Bump when the model's numbers change for the same inputs.
+MODEL_VERSION = "model-1.0"
+RESULT_NAME = "result.json"
+
+
+def _selected(kernels, wanted: tuple[str, ...] | None):
+    if not wanted:
+        return list(kernels)
+    out = []
+    for k in kernels:
+        name = k.header.name
+        stem = k.path.name.split(".")[0]
+        if any(k.path.name == w or stem == w or fnmatch.fnmatchcase(k.path.name, w)
+               or fnmatch.fnmatchcase(name, w) for w in wanted):
+            out.append(k)
+    return out
+
+
+class ModelBackend(Backend):
+    """Runs every selected kernel of the job's trace set through the built-in model.
+
+    ``job.options``: ``launches`` (dict kernel file/stem -> {regs, shmem}: launch facts
+    where the trace header is not to be trusted), ``params`` (dict of ModelParams fields).
+    A kernel whose trace cannot be read gets a record with ``complete`` False; the job then
+    fails with the reason, keeping the other kernels' records.
+    """
+
+    name = "model"
+
+    def version(self) -> str:
+        return MODEL_VERSION
+
+    def run(self, job: SimJob) -> SimResult:
+        from simfront.gpu import config_hash, load_gpu
+        from simfront.provenance import sha256_file, tool_versions
+        from simfront.traces.reader import TraceSet
+
+        t0 = time.monotonic()
+        out = Path(job.out_dir)
+        records: list[dict[str, Any]] = []
+        failures: list[str] = []
+        prov: dict[str, Any] = {"tools": tool_versions(), "model_version": MODEL_VERSION}
+        try:
+            gpu = load_gpu(job.gpu)
+            params = ModelParams(**{**DEFAULT_PARAMS.__dict__, **job.options.get("params", {})})
+            prov["params"] = dict(params.__dict__)
+            chash = config_hash(gpu)
+            prov.update({"config": gpu.name, "config_hash": chash})
+            ts = TraceSet(job.trace_dir)
+            kernels = _selected(ts.kernels(), job.kernels)
+        except (SimfrontError, TypeError) as exc:
+            return self._finish(job, out, t0, False, f"not run: {exc}", [], prov)
+        launches = job.options.get("launches", {}) or {}
+        deadline = t0 + job.timeout_s if job.timeout_s else None
+        for uid, k in enumerate(kernels, start=1):
+            if deadline and time.monotonic() > deadline:
+                failures.append(f"timed out after {job.timeout_s:g} s before {k.path.name}")
+                break
+            stem = k.path.name.split(".")[0]
+            launch = launches.get(k.path.name) or launches.get(stem)
+            base = {"job_id": job.job_id, "backend": self.name,
+                    "backend_version": MODEL_VERSION, "config": gpu.name,
+                    "config_hash": chash, "workload": Path(job.trace_dir).name,
+                    "kernel_uid": uid, "trace_hash": sha256_file(k.path)}
+            try:
+                rec = simulate_kernel(k, gpu, launch, params)
+            except SimfrontError as exc:
+                failures.append(f"{k.path.name}: {exc}")
+                records.append({**base, "kernel_id": k.kernel_id,
+                                "kernel_name": k.header.name, "complete": False})
+                continue
+            records.append({**base, **rec})
+        reason = "; ".join(failures) if failures else None
+        return self._finish(job, out, t0, not failures, reason, records, prov)
+
+    def _finish(self, job, out: Path, t0: float, ok: bool, reason, records, prov) -> SimResult:
+        res = SimResult(job_id=job.job_id, backend=self.name, ok=ok, records=records,
+                        reason=reason, provenance=prov, wall_s=time.monotonic() - t0)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            data = {"job_id": res.job_id, "backend": res.backend, "ok": res.ok,
+                    "reason": res.reason, "wall_s": res.wall_s, "records": res.records,
+                    "provenance": res.provenance}
+            tmp = out / (RESULT_NAME + ".tmp")
+            tmp.write_text(json.dumps(data, indent=1, default=str, allow_nan=True))
+            os.replace(tmp, out / RESULT_NAME)
+        except OSError:
+            pass  # the records are returned either way
+        return res

@@ -1,0 +1,206 @@
+"""Sectored set-associative caches (L1 per SM, one L2), driven by the trace's addresses.
+
+A warp's memory instruction touches the 32-byte sectors its active lanes' bytes fall in
+(coalescing); each sector is looked up in the L1 of the SM its thread block runs on and, on
+a miss, in the L2; an L2 miss reads the sector from DRAM. LRU replacement per set, line =
+``sector_per_line`` sectors with per-sector valid and dirty bits. Policies (Volta..Hopper):
+L1 is write-through without write-allocate (a store updates a present line), the L2 is
+write-back with write-allocate without fetch (a stored sector becomes valid and dirty), and
+atomics and reductions execute at the L2. DRAM writes are the dirty sectors evicted during
+the kernel. Caches start cold: Nsight Compute flushes them before every profiled kernel,
+which is what the model is checked against.
+
+The per-instruction result is the deepest level any of its sectors had to reach (0 L1,
+1 L2, 2 DRAM) and the sector counts at each level, which the issue model turns into
+latency and bandwidth demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_ATOMIC_SHARED, K_LOAD_GLOBAL,
+                                       K_LOAD_SHARED, K_PREFETCH, K_REDUCTION, K_STORE_GLOBAL,
+                                       K_STORE_SHARED)
+
+HASH_LINEAR = 0
+HASH_MIX = 1
+
+
+@dataclass
+class CacheState:
+    """Tag arrays of one cache level (several caches of one geometry for the L1s)."""
+
+    tags: np.ndarray      # int64 [n_caches, sets, ways], -1 = empty
+    valid: np.ndarray     # uint8 [n_caches, sets, ways] sector bits
+    dirty: np.ndarray     # uint8 [n_caches, sets, ways]
+    stamp: np.ndarray     # int64 [n_caches, sets, ways] LRU time
+    clock: np.ndarray     # int64 [1]
+    hash_kind: int
+
+    @classmethod
+    def make(cls, n_caches: int, sets: int, ways: int, hash_kind: int) -> "CacheState":
+        shape = (n_caches, max(1, sets), max(1, ways))
+        return cls(np.full(shape, -1, np.int64), np.zeros(shape, np.uint8),
+                   np.zeros(shape, np.uint8), np.zeros(shape, np.int64),
+                   np.zeros(1, np.int64), hash_kind)
+
+
+@numba.njit(cache=True, inline="always")
+def _set_index(line, n_sets, hash_kind):
+    if hash_kind == HASH_LINEAR:
+        return line % n_sets
+    # An address hash in the spirit of the L2's IPOLY indexing: fold the high bits in so
+    # that power-of-two strides spread over the sets.
+    x = line ^ (line >> 7) ^ (line >> 13) ^ (line >> 19)
+    x = (x * 0x9E3779B1) & 0xFFFFFFFF
+    return x % n_sets
+
+
+@numba.njit(cache=True)
+def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, allocate,
+            hash_kind):
+    """Look up one sector. Returns (hit, evicted_dirty_sectors)."""
+    n_sets = tags.shape[1]
+    ways = tags.shape[2]
+    s = _set_index(line, n_sets, hash_kind)
+    clock[0] += 1
+    now = clock[0]
+    victim = 0
+    oldest = np.int64(1) << 62
+    for w in range(ways):
+        t = tags[c, s, w]
+        if t == line:
+            hit = (valid[c, s, w] & sector_bit) != 0
+            if write:
+                valid[c, s, w] |= sector_bit
+                dirty[c, s, w] |= sector_bit
+            elif allocate:
+                valid[c, s, w] |= sector_bit
+            stamp[c, s, w] = now
+            return hit, 0
+        if t == -1:
+            if oldest > -1:
+                oldest = -1
+                victim = w
+        elif stamp[c, s, w] < oldest:
+            oldest = stamp[c, s, w]
+            victim = w
+    if not allocate and not write:
+        return False, 0
+    if not allocate:
+        return False, 0
+    ev = 0
+    d = dirty[c, s, victim]
+    while d:
+        ev += d & 1
+        d >>= 1
+    tags[c, s, victim] = line
+    valid[c, s, victim] = sector_bit
+    dirty[c, s, victim] = sector_bit if write else 0
+    stamp[c, s, victim] = now
+    return False, ev
+
+
+@numba.njit(cache=True)
+def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
+                    l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
+                    l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, l2_hash,
+                    sector_shift, line_shift, shared_banks,
+                    out_level, out_sectors, out_l2, out_dram, out_wave, totals):
+    """Run the memory instructions of one chunk through the caches.
+
+    ``kind`` is the decoded kind of every row; rows that are not global/shared memory are
+    skipped. Outputs per row: deepest level (0 L1/shared, 1 L2, 2 DRAM), sectors requested,
+    sectors sent to L2, sectors read from DRAM, shared-memory wavefronts.
+    ``totals``: [l1 accesses, l1 hits, l2 accesses, l2 hits, dram read sectors,
+    dram write sectors].
+    """
+    n = kind.shape[0]
+    secs = np.empty(256, np.int64)
+    n_l1 = l1_tags.shape[0]
+    lines_per = 1 << (line_shift - sector_shift)
+    for i in range(n):
+        k = kind[i]
+        a0 = addr_off[i]
+        a1 = addr_off[i + 1]
+        if a1 <= a0:
+            continue
+        w = width[i]
+        if w <= 0:
+            continue
+        if k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
+            # Wavefronts: the most distinct 4-byte words any bank must serve, at least one
+            # per 128 bytes moved.
+            words = np.empty((a1 - a0) * max(1, w // 4), np.int64)
+            m = 0
+            for j in range(a0, a1):
+                base = addrs[j] >> 2
+                for q in range(max(1, w // 4)):
+                    words[m] = base + q
+                    m += 1
+            words = np.unique(words[:m])
+            counts = np.zeros(shared_banks, np.int64)
+            worst = 0
+            for q in range(words.shape[0]):
+                b = words[q] % shared_banks
+                counts[b] += 1
+                if counts[b] > worst:
+                    worst = counts[b]
+            nbytes = (a1 - a0) * w
+            waves = max(worst, (nbytes + 127) // 128)
+            out_wave[i] = waves
+            out_sectors[i] = waves
+            continue
+        if not (k == K_LOAD_GLOBAL or k == K_STORE_GLOBAL or k == K_ATOMIC
+                or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH):
+            continue
+        # Coalesce the lanes' bytes into sectors.
+        m = 0
+        for j in range(a0, a1):
+            first = addrs[j] >> sector_shift
+            last = (addrs[j] + w - 1) >> sector_shift
+            for s in range(first, last + 1):
+                if m < secs.shape[0]:
+                    secs[m] = s
+                    m += 1
+        u = np.unique(secs[:m])
+        out_sectors[i] = u.shape[0]
+        c = sm_of_block_mod[tb[i]] % n_l1
+        write = k == K_STORE_GLOBAL
+        rmw = k == K_ATOMIC or k == K_REDUCTION
+        level = 0
+        nl2 = 0
+        nd = 0
+        for q in range(u.shape[0]):
+            sec = u[q]
+            line = sec >> (line_shift - sector_shift)
+            bit = np.uint8(1) << np.uint8(sec & (lines_per - 1))
+            hit1 = False
+            if not rmw:
+                totals[0] += 1
+                hit1, _e = _access(l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock, c, line,
+                                   bit, False, not write, 0)
+                if hit1 and not write:
+                    totals[1] += 1
+                    continue
+            # to the L2
+            nl2 += 1
+            totals[2] += 1
+            hit2, ev = _access(l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, 0, line, bit,
+                               write or rmw, True, l2_hash)
+            totals[5] += ev
+            if hit2 or write:
+                totals[3] += 1
+                if level < 1:
+                    level = 1
+            else:
+                nd += 1
+                totals[4] += 1
+                level = 2
+        out_level[i] = level
+        out_l2[i] = nl2
+        out_dram[i] = nd

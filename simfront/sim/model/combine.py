@@ -1,0 +1,126 @@
+"""From a KernelRun to the per-kernel record: kernel cycles, stall shares and the limiter.
+
+    active  = max(SM 0's issue-model time, whole-GPU DRAM bytes / DRAM bytes per clock,
+                  whole-GPU L2 sectors x sector / L2 bytes per clock)
+    cycles  = launch overhead + active
+
+Stall shares are shares of the kernel's cycles: ``stall_launch`` is the launch overhead,
+the others split the active part as SM 0's sub-partitions spent it (only sub-partitions
+that ever held a warp count: one warp per SM leaves three idle by construction, which says
+nothing about the kernel). Where a whole-GPU bandwidth bound exceeds SM 0's time, the excess
+is charged to that bandwidth.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simfront.sim.model.decode import PIPE_INDEX
+from simfront.sim.model.issue import REASONS
+from simfront.sim.model.params import ModelParams
+from simfront.sim.model.simulate import KernelRun
+
+#: Stall columns of the record (``stall_<name>``), shares of the kernel's cycles.
+STALL_COLUMNS = ("launch", "idle", "dependency", "memory_latency", "dram_bandwidth",
+                 "l2_bandwidth", "pipe_throughput", "lsu_throughput", "sync", "instruction_fetch",
+                 "selected")
+
+
+def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
+    sm = gpu.sm
+    sector = gpu.l2.sector.bytes
+    t = run.totals
+    dram_read = float(t[4] * sector)
+    dram_write = float(t[5] * sector)
+    l2_bytes = float(t[2] * sector)
+    t_dram = (dram_read + dram_write) / run.dram_bytes_per_clk
+    t_l2 = l2_bytes / run.l2_bytes_per_clk
+    t_sm = float(run.t_sm)
+    active = max(t_sm, t_dram, t_l2, 1.0)
+    launch_c = float(params.launch_cycles)
+    cycles = launch_c + active
+    clock = gpu.clocks.core.hz
+
+    # Stall shares of SM 0's used sub-partitions, scaled into the active part.
+    st = run.stall.sum(axis=0).astype(float)
+    total_sp = st.sum()
+    shares = {name: 0.0 for name in STALL_COLUMNS}
+    if total_sp > 0:
+        scale = (t_sm / active) * (active / cycles)
+        for i, name in enumerate(REASONS):
+            shares[name] = st[i] / total_sp * scale
+    excess = (active - t_sm) / cycles
+    if excess > 0:
+        shares["dram_bandwidth" if t_dram >= t_l2 else "l2_bandwidth"] += excess
+    shares["launch"] = launch_c / cycles
+
+    P = sm.sub_partitions
+    busy = {}
+    for pipe, i in PIPE_INDEX.items():
+        if pipe == "other":
+            continue
+        units = sm.units(pipe) if pipe != "other" else 1
+        denom = max(1, units) * P * max(t_sm, 1.0)
+        busy[pipe] = float(run.pipe_busy[i]) / denom
+
+    bound = _bound(shares, busy)
+    occ = run.warp_cycles / max(t_sm, 1.0) / sm.max_warps
+    rec = {
+        "cycles": cycles,
+        "time_us": cycles / clock * 1e6,
+        "instructions": run.instructions,
+        "thread_instructions": run.thread_instructions,
+        "ipc": run.instructions / cycles,
+        "occupancy": min(1.0, occ),
+        "bound": bound,
+        "l1_hit_rate": float(t[1] / t[0]) if t[0] else float("nan"),
+        "l2_hit_rate": float(t[3] / t[2]) if t[2] else float("nan"),
+        "l1_accesses": float(t[0]),
+        "l2_accesses": float(t[2]),
+        "dram_read_bytes": dram_read,
+        "dram_write_bytes": dram_write,
+        "dram_util": (dram_read + dram_write) / (gpu.dram.bandwidth.bytes_per_s * cycles / clock),
+    }
+    for pipe, v in busy.items():
+        rec[f"pipe_busy_{pipe}"] = v
+    for name in STALL_COLUMNS:
+        rec[f"stall_{name}"] = shares[name]
+    rec.update({
+        "sim_active_cycles": active,
+        "sim_sm_cycles": t_sm,
+        "sim_dram_bound_cycles": t_dram,
+        "sim_l2_bound_cycles": t_l2,
+        "sim_launch_cycles": launch_c,
+        "sim_blocks_per_sm": run.occ.blocks_per_sm,
+        "sim_occupancy_limiter": run.occ.limiter,
+        "sim_theoretical_occupancy": run.occ.warps_per_sm / sm.max_warps,
+        "sim_regs": run.launch.regs,
+        "sim_shmem": run.launch.shmem,
+        "sim_launch_source": run.launch.source,
+        "sim_timed_blocks": run.timed_blocks,
+        "sim_timed_instructions": run.timed_instructions,
+        "sim_flops": run.flops,
+    })
+    return rec
+
+
+def _bound(shares: dict[str, float], busy: dict[str, float]) -> str:
+    """The limiter: the largest of launch overhead, latency (dependencies and memory
+    latency), DRAM bandwidth, L2 bandwidth, a pipe's throughput (named by the busiest pipe),
+    synchronisation, issue, and idle (tail/imbalance)."""
+    busiest = max(busy, key=lambda p: busy[p]) if busy else "lsu"
+    groups = {
+        "launch": shares["launch"],
+        "latency": shares["dependency"] + shares["memory_latency"],
+        "dram": shares["dram_bandwidth"],
+        "l2": shares["l2_bandwidth"],
+        busiest: shares["pipe_throughput"] + (shares["lsu_throughput"] if busiest == "lsu"
+                                               else 0.0),
+        "lsu": shares["lsu_throughput"] + (shares["pipe_throughput"] if busiest == "lsu"
+                                           else 0.0),
+        "sync": shares["sync"],
+        "fetch": shares["instruction_fetch"],
+        "issue": shares["selected"],
+        "tail": shares["idle"],
+    }
+    return max(groups, key=lambda k: groups[k])

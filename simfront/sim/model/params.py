@@ -1,0 +1,45 @@
+"""The model's own constants: what is not a property of the GPU but of how the model
+approximates it. Each says where its value comes from; the calibrated ones were fitted on
+the ``mamba1_scan_step`` H100 records only (``bench/bench_model.py --fit``), so that
+``mamba2_lm_partial`` stays held out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    #: Cycles from launch to the first block and from the last block's end to the kernel's
+    #: end, as ncu's gpc__cycles_elapsed.max counts them (launch, block distribution, drain,
+    #: memory flush). Calibrated: tiny kernels take ~4,500 elapsed cycles of which ~700 are
+    #: SM-active.
+    launch_cycles: float = 3800.0
+    #: DRAM load-to-use beyond the description's L2 hit latency plus DRAM access latency,
+    #: in nanoseconds (cold TLBs after ncu's cache flush, the memory controller's queues,
+    #: the crossbar); calibrated.
+    dram_extra_latency: float = 250.0
+    #: Clocks between a block slot freeing and the next block's first issue.
+    block_start_cycles: int = 50
+    #: Clocks from the last warp's arrival at a barrier to the warps' next issue.
+    barrier_latency: int = 20
+    #: Load-to-use of a constant-cache hit, in L1 hit latencies.
+    const_latency_l1: float = 1.0
+    #: Instruction cache line (log2 bytes) and the lines a miss prefetches after it.
+    icache_line_shift: int = 7
+    icache_prefetch_lines: int = 16
+    #: Instruction-cache miss latency in DRAM load-to-use latencies: the code of a kernel
+    #: is not in any cache after ncu's flush; calibrated.
+    icache_miss_dram_share: float = 0.5
+    #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
+    dram_efficiency: float = 0.9
+    #: Blocks of a kernel run through the caches at most (the rest extrapolate by count);
+    #: None = every block of the trace.
+    max_cache_blocks: int | None = None
+
+    def with_(self, **changes) -> "ModelParams":
+        return replace(self, **changes)
+
+
+DEFAULT_PARAMS = ModelParams()

@@ -1,0 +1,297 @@
+"""One kernel through the model: trace + GPU description -> one per-kernel record.
+
+Steps (docs/model.md says why):
+
+1. launch parameters and occupancy (``occupancy``);
+2. one streaming pass over the trace: every memory instruction of every thread block goes
+   through the L1 of the SM its block runs on and the shared L2 (``cache``); instruction
+   counts per pipe are gathered; the rows of the thread blocks that SM 0 runs are kept;
+3. SM 0's blocks through the cycle-level issue model (``issue``), with its share of the L2
+   and DRAM bandwidth;
+4. combination: whole-GPU DRAM and L2 bandwidth bounds, the launch overhead, the stall
+   breakdown and the limiter (``combine``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simfront.errors import TraceFormatError
+from simfront.sim.model.cache import HASH_LINEAR, HASH_MIX, CacheState, simulate_memory
+from simfront.sim.model.decode import N_PIPES, build_optable, pipe_timing
+from simfront.sim.model.issue import N_REASONS, run_sm
+from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
+from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
+from simfront.traces.instructions import MAX_DST, MAX_SRC
+
+
+@dataclass
+class _Timed:
+    """Rows of the blocks SM 0 runs, gathered over the chunks."""
+
+    parts: dict[str, list[np.ndarray]] = field(default_factory=dict)
+
+    def add(self, **cols: np.ndarray) -> None:
+        for k, v in cols.items():
+            self.parts.setdefault(k, []).append(v)
+
+    def get(self, name: str, dtype, shape_tail=()) -> np.ndarray:
+        p = self.parts.get(name)
+        if not p:
+            return np.zeros((0, *shape_tail), dtype)
+        return np.ascontiguousarray(np.concatenate(p).astype(dtype, copy=False))
+
+
+@dataclass
+class KernelRun:
+    """What the trace pass and the issue model produced for one kernel (before combining)."""
+
+    launch: Launch
+    occ: object
+    sm_count: int
+    active_sms: int
+    n_blocks_trace: int
+    instructions: float
+    thread_instructions: float
+    pipe_counts: np.ndarray
+    flops: float
+    totals: np.ndarray          # cache counters (see cache.simulate_memory)
+    t_sm: int
+    stall: np.ndarray           # [sub_partitions, reasons]
+    pipe_busy: np.ndarray       # unit-busy clocks on SM 0
+    issued_pipe: np.ndarray
+    warp_cycles: float
+    timed_blocks: int
+    timed_instructions: int
+    l2_bytes_per_clk: float
+    dram_bytes_per_clk: float
+    wall_s: float = 0.0
+
+
+def memory_latencies(gpu, params: ModelParams) -> dict[str, float]:
+    """Load-to-use latencies in core clocks, from the description (DRAM: the L2 hit latency
+    plus the DRAM access latency converted from DRAM clocks, plus the calibrated extra)."""
+    core = gpu.clocks.core.hz
+    dram_lat = (gpu.l2.hit_latency + gpu.dram.latency * core / gpu.dram.clock.hz
+                + params.dram_extra_latency * core / 1e9)
+    return {"l1": float(gpu.sm.l1.l1_latency), "shared": float(gpu.sm.l1.shared_latency),
+            "l2": float(gpu.l2.hit_latency), "dram": float(dram_lat),
+            "const": float(gpu.sm.l1.l1_latency * params.const_latency_l1),
+            "fetch": float(dram_lat * params.icache_miss_dram_share)}
+
+
+def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
+    """Bytes per core clock, whole GPU: DRAM (times the sustainable share), L2, and the
+    most one SM's L1 can take in per clock."""
+    core = gpu.clocks.core.hz
+    ch = gpu.dram.channels
+    l2 = gpu.l2.banks(ch) * gpu.l2.port_width.bytes * gpu.clocks.l2.hz / core
+    return {"dram": gpu.dram.bandwidth.bytes_per_s / core * params.dram_efficiency,
+            "l2": l2,
+            "l1_sm": float(gpu.sm.l1.l1_banks * gpu.sm.l1.sector.bytes)}
+
+
+def _l2_state(gpu) -> CacheState:
+    l2 = gpu.l2
+    ways = l2.assoc
+    sets = max(1, l2.size.bytes // (l2.line.bytes * ways))
+    kind = HASH_LINEAR if l2.set_hash == "linear" else HASH_MIX
+    return CacheState.make(1, sets, ways, kind)
+
+
+def _l1_state(n: int, nbytes: int, gpu) -> CacheState:
+    l1 = gpu.sm.l1
+    lines = max(1, nbytes // l1.line.bytes)
+    sets = max(1, min(l1.sets, lines))
+    return CacheState.make(n, sets, max(1, lines // sets), HASH_LINEAR)
+
+
+def _popcount32(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.uint32)
+    return np.unpackbits(x.view(np.uint8).reshape(-1, 4), axis=1).sum(axis=1)
+
+
+def run_kernel(kernel, gpu, launch: dict | None = None,
+               params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
+    """Trace pass and issue model of one kernel (see the module docstring)."""
+    prep = prepare_kernel(kernel, gpu, launch, params)
+    run = time_prepared(prep, gpu, params)
+    run.wall_s += prep.wall_s
+    return run
+
+
+@dataclass
+class Prepared:
+    """The trace pass of one kernel: counts, cache results and SM 0's rows."""
+
+    launch: Launch
+    occ: object
+    sm_count: int
+    active_sms: int
+    n_blocks_trace: int
+    instructions: float
+    thread_instructions: float
+    pipe_counts: np.ndarray
+    flops: float
+    totals: np.ndarray
+    table: object
+    cols: dict
+    warp_off: np.ndarray
+    timed_blocks: int
+    wall_s: float
+
+    cache_key: tuple = ()
+
+
+def cache_key(gpu) -> tuple:
+    """What the trace pass depends on besides the trace: SM count and cache geometry."""
+    return (gpu.sm_count, gpu.l2, gpu.sm.l1, gpu.sm.max_warps, gpu.sm.max_blocks,
+            gpu.sm.registers.registers, gpu.sm.sub_partitions)
+
+
+def prepare_kernel(kernel, gpu, launch: dict | None = None,
+                   params: ModelParams = DEFAULT_PARAMS) -> Prepared:
+    """The streaming trace pass: counts, caches, and the rows of SM 0's blocks."""
+    t0 = time.perf_counter()
+    header = kernel.header
+    ln = launch_from(header, launch)
+    occ = occupancy(ln, gpu)
+    S = gpu.sm_count
+    B = max(1, ln.n_blocks)
+    active = min(S, B)
+    W = occ.warps_per_block
+    sm = gpu.sm
+
+    l1 = _l1_state(active, l1_bytes(ln, occ, gpu), gpu)
+    l2 = _l2_state(gpu)
+    sector_shift = int(math.log2(gpu.l2.sector.bytes))
+    line_shift = int(math.log2(gpu.l2.line.bytes))
+    totals = np.zeros(6, np.int64)
+    pipe_counts = np.zeros(N_PIPES, np.float64)
+    n_instr = 0.0
+    n_thread = 0.0
+    flops = 0.0
+    timed = _Timed()
+    table = None
+    n_ops = -1
+    max_tb = -1
+    max_cache_blocks = params.max_cache_blocks
+    for chunk in kernel.iter_chunks():
+        if len(chunk.opcodes) != n_ops:
+            table = build_optable(chunk.opcodes, gpu)
+            n_ops = len(chunk.opcodes)
+        n = len(chunk)
+        if n == 0:
+            continue
+        op = chunk.op.astype(np.int64)
+        kind = table.kind[op]
+        tb = chunk.tb.astype(np.int64)
+        max_tb = max(max_tb, int(tb.max()))
+        lanes = _popcount32(chunk.mask)
+        n_instr += n
+        n_thread += float(lanes.sum())
+        pipe_counts += np.bincount(table.pipe[op], minlength=N_PIPES)[:N_PIPES]
+        flops += float((table.flops_lane[op] * lanes).sum() + table.flops_warp[op].sum())
+        level = np.zeros(n, np.int32)
+        sectors = np.zeros(n, np.int32)
+        l2s = np.zeros(n, np.int32)
+        drams = np.zeros(n, np.int32)
+        waves = np.zeros(n, np.int32)
+        cache_rows = n if max_cache_blocks is None else int(np.searchsorted(
+            tb, max_cache_blocks, side="left"))
+        if cache_rows > 0:
+            sm_of = np.arange(int(tb[:cache_rows].max()) + 1, dtype=np.int64) % S
+            simulate_memory(kind[:cache_rows], tb[:cache_rows], chunk.mask,
+                            chunk.mem_width.astype(np.int64), chunk.addr_off.astype(np.int64),
+                            chunk.addrs.astype(np.int64), sm_of,
+                            l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock,
+                            l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, l2.hash_kind,
+                            sector_shift, line_shift, sm.l1.banks,
+                            level, sectors, l2s, drams, waves, totals)
+        sel = (tb % S == 0)
+        if sel.any():
+            idx = np.nonzero(sel)[0]
+            timed.add(tb=tb[idx] // S, warp=chunk.warp[idx].astype(np.int64), op=op[idx],
+                      pc=chunk.pc[idx],
+                      ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
+                      src=chunk.src[idx], width=chunk.mem_width[idx], level=level[idx],
+                      sectors=sectors[idx], l2=l2s[idx], dram=drams[idx], waves=waves[idx])
+    if table is None:
+        raise TraceFormatError("kernel trace holds no instructions", kernel.path)
+    n_blocks_trace = max_tb + 1
+    # Blocks beyond the cache-simulated share: scale the cache counters by block count.
+    if max_cache_blocks is not None and n_blocks_trace > max_cache_blocks:
+        totals = (totals * (n_blocks_trace / max_cache_blocks)).astype(np.int64)
+
+    tb_t = timed.get("tb", np.int64)
+    warp_t = timed.get("warp", np.int64)
+    order = np.argsort(tb_t * W + warp_t, kind="stable")
+    cols = {}
+    for name, dt, tail in (("op", np.int32, ()), ("pc", np.int64, ()), ("ndst", np.int64, ()),
+                           ("dst", np.int64, (MAX_DST,)), ("nsrc", np.int64, ()),
+                           ("src", np.int64, (MAX_SRC,)), ("width", np.int64, ()),
+                           ("level", np.int64, ()), ("sectors", np.int64, ()),
+                           ("l2", np.int64, ()), ("dram", np.int64, ()),
+                           ("waves", np.int64, ())):
+        cols[name] = np.ascontiguousarray(timed.get(name, dt, tail)[order])
+    key = (tb_t * W + warp_t)[order]
+    n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
+    warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
+    return Prepared(ln, occ, S, active, n_blocks_trace, n_instr, n_thread, pipe_counts, flops,
+                    totals, table, cols, warp_off, n_timed_blocks,
+                    time.perf_counter() - t0, cache_key(gpu))
+
+
+def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
+    """The issue model on a prepared kernel. ``gpu`` may differ from the one the kernel was
+    prepared with in anything but the cache geometry and the SM count (pipes, issue width,
+    latencies, clocks, DRAM bandwidth): that is what makes sweeps of those cheap."""
+    t0 = time.perf_counter()
+    sm = gpu.sm
+    occ = occupancy(prep.launch, gpu)
+    W = occ.warps_per_block
+    if cache_key(gpu) != prep.cache_key:
+        raise ValueError("time_prepared: the GPU differs from the one the kernel was "
+                         "prepared with in SM count, occupancy limits or cache geometry")
+    table = build_optable(prep.table.opcodes, gpu)
+    cols = prep.cols
+    active = prep.active_sms
+    n_timed_blocks = prep.timed_blocks
+    warp_off = prep.warp_off
+    units, _, _ = pipe_timing(gpu)
+    lat = memory_latencies(gpu, params)
+    bw = bandwidths(gpu, params)
+    l2_share = min(bw["l2"] / active, bw["l1_sm"])
+    dram_share = min(bw["dram"] / active, bw["l1_sm"])
+    P = sm.sub_partitions
+    stall = np.zeros((P, N_REASONS), np.int64)
+    pipe_busy = np.zeros(N_PIPES, np.int64)
+    issued_pipe = np.zeros(N_PIPES, np.int64)
+    warp_cycles = np.zeros(1, np.int64)
+    t_sm = 0
+    if n_timed_blocks:
+        t_sm = int(run_sm(
+            warp_off, n_timed_blocks, W, occ.blocks_per_sm, P, sm.issue_width,
+            cols["pc"], int(params.icache_line_shift), int(round(lat["fetch"])),
+            int(params.icache_prefetch_lines), cols["op"], cols["ndst"], cols["dst"], cols["nsrc"], cols["src"], cols["width"],
+            cols["level"], cols["sectors"], cols["l2"], cols["dram"], cols["waves"],
+            table.pipe.astype(np.int64), table.kind.astype(np.int64),
+            table.latency.astype(np.int64), table.initiation.astype(np.int64),
+            table.dst_span.astype(np.int64), units.astype(np.int64),
+            lat["l1"], lat["shared"], lat["l2"], lat["dram"], int(round(lat["const"])),
+            int(params.barrier_latency), int(params.block_start_cycles),
+            float(sm.l1.l1_banks), l2_share, dram_share, float(gpu.l2.sector.bytes),
+            stall, pipe_busy, issued_pipe, warp_cycles))
+    return KernelRun(
+        launch=prep.launch, occ=occ, sm_count=prep.sm_count, active_sms=active,
+        n_blocks_trace=prep.n_blocks_trace, instructions=prep.instructions,
+        thread_instructions=prep.thread_instructions, pipe_counts=prep.pipe_counts,
+        flops=prep.flops, totals=prep.totals, t_sm=t_sm, stall=stall, pipe_busy=pipe_busy,
+        issued_pipe=issued_pipe, warp_cycles=float(warp_cycles[0]),
+        timed_blocks=n_timed_blocks, timed_instructions=int(cols["op"].shape[0]),
+        l2_bytes_per_clk=bw["l2"], dram_bytes_per_clk=bw["dram"],
+        wall_s=time.perf_counter() - t0)

@@ -1,0 +1,88 @@
+"""The executor interface: where attempts run. The driver (:mod:`simfront.sweep.runner`) owns
+the store and the loop; an executor only starts attempts, reports how they ended, and stops
+them. Local and Slurm executors are one file each; a batch scheduler such as PBS is a short
+subclass of :class:`simfront.sweep.batch.BatchExecutor`.
+"""
+
+from __future__ import annotations
+
+import abc
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from simfront.errors import SweepError
+from simfront.sweep.spec import ExecutorSettings, Resources
+from simfront.sweep.store import Claim, JobStore, Outcome
+
+
+class Executor(abc.ABC):
+    """Runs attempts of jobs. Outcomes with ``lost=True`` semantics are reported through
+    :meth:`poll`'s second list: attempts that ended without the job being at fault (the
+    driver stopped), which the store gives back without counting them."""
+
+    name: str = ""
+
+    def __init__(self, sweep_dir: Path, store: JobStore, settings: ExecutorSettings,
+                 resources: Resources, sweep_name: str = "sweep"):
+        self.sweep_dir = Path(sweep_dir)
+        self.store = store
+        self.settings = settings
+        self.resources = resources
+        self.sweep_name = sweep_name
+
+    @abc.abstractmethod
+    def capacity(self) -> int:
+        """How many more attempts it takes now."""
+
+    @abc.abstractmethod
+    def start(self, claims: list[Claim]) -> dict[str, str]:
+        """Start these attempts; return where each runs (job id -> ref)."""
+
+    @abc.abstractmethod
+    def poll(self, timeout: float) -> tuple[list[Outcome], list[tuple[str, int]]]:
+        """Wait up to ``timeout`` s; return (finished attempts, lost attempts)."""
+
+    @abc.abstractmethod
+    def adopt(self, rows: list[sqlite3.Row]) -> tuple[list[Outcome], list[tuple[str, int]]]:
+        """Take over attempts an earlier driver left running: report those that ended,
+        keep watching the live ones."""
+
+    @abc.abstractmethod
+    def in_flight(self) -> int:
+        """Attempts started and not yet reported."""
+
+    def cancel(self, refs: list[str]) -> None:
+        """Stop attempts by ref (another process's driver may own them)."""
+
+    def shutdown(self, interrupted: bool) -> list[tuple[str, int]]:
+        """Stop. Returns attempts that were stopped unfinished (to give back to the queue)."""
+        return []
+
+
+_EXECUTORS: dict[str, Callable[..., Executor]] = {}
+
+
+def register_executor(name: str, factory: Callable[..., Executor]) -> None:
+    _EXECUTORS[name] = factory
+
+
+def _load_builtin() -> None:
+    import simfront.sweep.local  # noqa: F401  (registers 'local')
+    import simfront.sweep.slurm  # noqa: F401  (registers 'slurm')
+
+
+def executor_names() -> list[str]:
+    _load_builtin()
+    return sorted(_EXECUTORS)
+
+
+def make_executor(kind: str, sweep_dir: Path, store: JobStore, settings: ExecutorSettings,
+                  resources: Resources, sweep_name: str = "sweep") -> Executor:
+    _load_builtin()
+    try:
+        factory = _EXECUTORS[kind]
+    except KeyError:
+        raise SweepError(f"unknown executor '{kind}'; choose one of: {', '.join(sorted(_EXECUTORS))}",
+                         field="executor.kind") from None
+    return factory(sweep_dir, store, settings, resources, sweep_name)

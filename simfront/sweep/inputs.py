@@ -1,0 +1,198 @@
+"""The sweep stage's edges to other stages: trace sets, GPU descriptions, backends.
+
+Kept in one small module so the rest of the sweep code depends on names, not on how the
+trace store, ``simfront.gpu`` or the backend registry are laid out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import runpy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simfront.errors import SimfrontError, SweepError
+from simfront.paths import repo_dir, shared_dir
+from simfront.provenance import sha256_file, sha256_json
+
+_KERNELSLIST = ("kernelslist.g", "kernelslist.g.xz")
+
+
+# --------------------------------------------------------------------------- trace sets
+
+
+def resolve_traces(value: str, base_dir: Path) -> Path:
+    """A trace set directory from a sweep file's ``traces:`` value.
+
+    ``{shared}`` expands to the shared reference data folder; a value with a ``/`` is a path
+    (relative to the sweep file); a bare name is looked up in the trace store (``traces/``).
+    Raises FileNotFoundError saying where it looked."""
+    text = value.replace("{shared}", str(shared_dir()))
+    text = os.path.expanduser(text)
+    candidates: list[Path] = []
+    p = Path(text)
+    if p.is_absolute():
+        candidates.append(p)
+    else:
+        candidates.append(base_dir / p)
+        if "/" not in text.rstrip("/"):
+            store = _store_lookup(text)
+            if store is not None:
+                candidates.insert(0, store)
+            candidates.append(repo_dir("traces") / text)
+    for c in candidates:
+        if c.is_dir() and any((c / k).exists() for k in _KERNELSLIST):
+            return c.resolve()
+    raise FileNotFoundError("no trace set (a folder with kernelslist.g) at "
+                            + " or ".join(str(c) for c in candidates))
+
+
+def _store_lookup(name: str) -> Path | None:
+    """The trace store's directory for a registered set name, if there is one."""
+    try:
+        from simfront.traces.store import TraceStore
+    except ImportError:
+        return None
+    try:
+        return TraceStore().get(name).path
+    except (SimfrontError, LookupError, OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    path: Path
+    content_hash: str
+    n_bytes: int
+
+
+_TRACE_CACHE: dict[tuple, TraceInfo] = {}
+
+
+def trace_info(path: Path) -> TraceInfo:
+    """Content hash and size of a trace set: the hash covers every file (kernelslist and
+    kernel traces), so an edited trace means new job ids. Uses the store's per-kernel hashes
+    when a manifest has them; otherwise hashes the files (cached per size and mtime)."""
+    files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
+    key = (str(path),) + tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    hit = _TRACE_CACHE.get(key)
+    if hit is not None:
+        return hit
+    hashes = _manifest_hashes(path)
+    if hashes is None:
+        hashes = {f.name: sha256_file(f) for f in files
+                  if f.name.startswith(("kernel", "kernelslist")) or ".traceg" in f.name}
+    info = TraceInfo(path=path, content_hash=sha256_json(hashes),
+                     n_bytes=sum(f.stat().st_size for f in files))
+    _TRACE_CACHE[key] = info
+    return info
+
+
+def _manifest_hashes(path: Path) -> dict[str, str] | None:
+    """The set's hash from the store's manifest (hashes of the decompressed kernel texts, so
+    recompressing a set keeps its job ids), when the set is registered."""
+    try:
+        from simfront.traces.store import MANIFEST_NAMES, read_manifest
+    except ImportError:
+        return None
+    if not any((path / n).is_file() for n in MANIFEST_NAMES):
+        return None
+    try:
+        manifest = read_manifest(path)
+    except (SimfrontError, OSError, ValueError):
+        return None
+    h = manifest.get("set_sha256")
+    return {"set_sha256": h} if isinstance(h, str) and h else None
+
+
+# --------------------------------------------------------------------------- GPUs
+
+
+class _GPUApi:
+    """``load_gpu``, ``with_variants``, ``VARIANT_PARAMS`` and ``config_hash`` of
+    ``simfront.gpu`` (taken from its submodules while its ``__init__`` does not export them;
+    the config hash falls back to the hash of ``gpu.to_dict()``)."""
+
+    def __init__(self) -> None:
+        mods = []
+        for name in ("simfront.gpu", "simfront.gpu.presets", "simfront.gpu.variants",
+                     "simfront.gpu.hashing", "simfront.gpu.config"):
+            try:
+                mods.append(importlib.import_module(name))
+            except ImportError:
+                continue
+
+        def find(attr: str) -> Any:
+            for m in mods:
+                if hasattr(m, attr):
+                    return getattr(m, attr)
+            return None
+
+        self.load_gpu = find("load_gpu")
+        self.with_variants = find("with_variants")
+        self.variant_params = find("VARIANT_PARAMS")
+        self.config_hash = find("config_hash") or (lambda gpu: sha256_json(gpu.to_dict()))
+        if self.load_gpu is None:
+            raise SweepError("GPU descriptions are not available (simfront.gpu has no "
+                             "load_gpu)")
+
+
+_API: _GPUApi | None = None
+
+
+def _gpu_module() -> _GPUApi:
+    global _API
+    if _API is None:
+        _API = _GPUApi()
+    return _API
+
+
+def variant_params() -> tuple[str, ...]:
+    params = _gpu_module().variant_params
+    return tuple(params) if params is not None else ()
+
+
+def build_gpu(base: str, params: dict[str, Any]) -> Any:
+    """``with_variants(load_gpu(base), **params)``; the caller turns errors into SweepErrors."""
+    mod = _gpu_module()
+    gpu = mod.load_gpu(base)
+    if not params:
+        return gpu
+    if mod.with_variants is None:
+        raise SweepError("GPU variants are not available (simfront.gpu has no with_variants)")
+    return mod.with_variants(gpu, **params)
+
+
+def gpu_identity(gpu: Any, base: str, params: dict[str, Any]) -> tuple[str, str]:
+    """(config name, config hash) of a built GPU."""
+    mod = _gpu_module()
+    name = getattr(gpu, "name", None)
+    if not isinstance(name, str) or not name:
+        name = base
+    if params and not any(str(v) in name for v in params.values()):
+        name = base + "[" + ",".join(f"{k}={v}" for k, v in sorted(params.items())) + "]"
+    return name, str(mod.config_hash(gpu))
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def import_plugins(modules: tuple[str, ...] | list[str], base_dir: Path | None = None) -> None:
+    """Import modules that register user backends: a dotted module name or a ``.py`` path."""
+    for m in modules:
+        if m.endswith(".py"):
+            p = Path(m)
+            if not p.is_absolute() and base_dir is not None:
+                p = base_dir / p
+            if str(p) in _LOADED_FILES:
+                continue
+            runpy.run_path(str(p), run_name=f"simfront_plugin_{p.stem}")
+            _LOADED_FILES.add(str(p))
+        else:
+            importlib.import_module(m)
+
+
+_LOADED_FILES: set[str] = set()

@@ -1,0 +1,215 @@
+"""Expanding a sweep file into jobs with content-addressed ids, and estimating their cost.
+
+A job id is a hash of what determines its result: the trace content (and kernel filter),
+the GPU description (its config hash), the backend, the backend's version and its options.
+The same job in two sweep files, or after an unrelated edit, keeps its id and its result.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from simfront.errors import BackendError, SimfrontError, SweepError
+from simfront.provenance import sha256_json
+from simfront.sweep import inputs
+from simfront.sweep.spec import SweepSpec
+
+#: Assumed simulation rate per backend (seconds per MB of compressed trace) until finished
+#: jobs in the store give a measured one. Rough, and said to be so where printed.
+DEFAULT_S_PER_MB = {"model": 20.0, "accelsim": 3000.0}
+_FALLBACK_S_PER_MB = 60.0
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything a worker needs to run one job, and nothing that changes its result unsaid."""
+
+    job_id: str
+    workload: str
+    trace_dir: str
+    trace_hash: str
+    trace_bytes: int
+    kernels: tuple[str, ...] | None
+    base_gpu: str
+    params: dict[str, Any]
+    config: str
+    config_hash: str
+    backend: str
+    backend_version: str
+    options: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+    imports: tuple[str, ...] = ()
+    import_base: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["kernels"] = list(self.kernels) if self.kernels is not None else None
+        d["imports"] = list(self.imports)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
+        d = dict(d)
+        d["kernels"] = tuple(d["kernels"]) if d.get("kernels") is not None else None
+        d["imports"] = tuple(d.get("imports") or ())
+        return cls(**d)
+
+
+def job_id_for(trace_hash: str, kernels: tuple[str, ...] | None, config_hash: str,
+               backend: str, backend_version: str, options: dict[str, Any]) -> str:
+    return sha256_json({"trace": trace_hash, "kernels": list(kernels) if kernels else None,
+                        "config": config_hash, "backend": backend,
+                        "backend_version": backend_version, "options": options})[:20]
+
+
+@dataclass
+class Plan:
+    spec: SweepSpec
+    jobs: list[JobSpec]
+    duplicates: int = 0  # combinations that collapsed onto an existing job id
+
+    def estimate(self, measured_s_per_mb: dict[str, float] | None = None) -> "CostEstimate":
+        return estimate_cost(self.jobs, self.spec, measured_s_per_mb or {})
+
+
+def variant_points(spec: SweepSpec) -> list[dict[str, Any]]:
+    """Every combination of axis values (product or zip), each with the fixed parameters."""
+    names = [a.name for a in spec.axes]
+    if not names:
+        return [dict(spec.fixed)]
+    combos: Iterable[tuple] = (zip(*(a.values for a in spec.axes)) if spec.combine == "zip"
+                               else itertools.product(*(a.values for a in spec.axes)))
+    return [{**spec.fixed, **dict(zip(names, combo))} for combo in combos]
+
+
+def plan_sweep(spec: SweepSpec) -> Plan:
+    """Expand a sweep into jobs; errors name the sweep file's key and line."""
+    base_dir = spec.path.parent
+    try:
+        inputs.import_plugins(spec.executor.imports, base_dir)
+    except Exception as exc:  # a user module: any failure is theirs to see
+        raise SweepError(f"cannot import: {type(exc).__name__}: {exc}", spec.path,
+                         spec.line_of("executor.imports"), "executor.imports") from None
+
+    traces = []
+    for w in spec.workloads:
+        try:
+            path = inputs.resolve_traces(w.traces, base_dir)
+        except FileNotFoundError as exc:
+            raise SweepError(str(exc), spec.path, w.line, "traces") from None
+        traces.append((w, inputs.trace_info(path)))
+
+    gpus = _gpus(spec)
+    backends = []
+    for name in spec.backends:
+        try:
+            from simfront.sim.backend import get_backend
+            b = get_backend(name)
+            backends.append((name, str(b.version())))
+        except BackendError as exc:
+            raise SweepError(str(exc), spec.path, spec.line_of("backends"), "backends") from None
+
+    jobs: list[JobSpec] = []
+    seen: set[str] = set()
+    duplicates = 0
+    for (w, info), (params, config, chash), (bname, bver) in itertools.product(
+            traces, gpus, backends):
+        jid = job_id_for(info.content_hash, w.kernels, chash, bname, bver, spec.options)
+        if jid in seen:
+            duplicates += 1
+            continue
+        seen.add(jid)
+        jobs.append(JobSpec(job_id=jid, workload=w.name, trace_dir=str(info.path),
+                            trace_hash=info.content_hash, trace_bytes=info.n_bytes,
+                            kernels=w.kernels, base_gpu=spec.base_gpu, params=params,
+                            config=config, config_hash=chash, backend=bname,
+                            backend_version=bver, options=dict(spec.options),
+                            timeout_s=float(spec.resources.time_s),
+                            imports=spec.executor.imports, import_base=str(base_dir)))
+    return Plan(spec=spec, jobs=jobs, duplicates=duplicates)
+
+
+def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], str, str]]:
+    """(params, config name, config hash) per variant point, checked axis by axis first so
+    an error names the axis that caused it."""
+    try:
+        known = inputs.variant_params()
+        inputs.build_gpu(spec.base_gpu, {})
+    except SweepError as exc:
+        raise SweepError(exc.reason, spec.path, spec.line_of("gpu.base"), "gpu.base") from None
+    except (SimfrontError, LookupError, ValueError, TypeError) as exc:
+        raise SweepError(f"cannot load GPU '{spec.base_gpu}': {exc}", spec.path,
+                         spec.line_of("gpu.base") or spec.line_of("gpu"), "gpu.base") from None
+    for key, names in (("gpu.set", list(spec.fixed)), ("gpu.axes", [a.name for a in spec.axes])):
+        for n in names:
+            if known and n not in known:
+                raise SweepError(f"'{n}' is not a GPU variant parameter; choose from: "
+                                 f"{', '.join(sorted(known))}", spec.path,
+                                 spec.line_of(f"{key}.{n}"), f"{key}.{n}")
+    for a in spec.axes:  # each value alone on top of the fixed ones
+        for v in a.values:
+            _build(spec, {**spec.fixed, a.name: v}, f"gpu.axes.{a.name}")
+    out = []
+    for params in variant_points(spec):
+        gpu = _build(spec, params, "gpu.axes" if spec.axes else "gpu.set")
+        name, chash = inputs.gpu_identity(gpu, spec.base_gpu, params)
+        out.append((params, name, chash))
+    return out
+
+
+def _build(spec: SweepSpec, params: dict[str, Any], key: str) -> Any:
+    try:
+        return inputs.build_gpu(spec.base_gpu, params)
+    except (SimfrontError, LookupError, ValueError, TypeError) as exc:
+        msg = getattr(exc, "reason", None) or str(exc)
+        shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        raise SweepError(f"bad GPU variant ({shown}): {msg}", spec.path,
+                         spec.line_of(key) or spec.line_of("gpu"), key) from None
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    jobs: int
+    cpu_s: float                 # estimated total CPU time
+    wall_s: float                # estimated wall time with `workers` jobs at once
+    reserved_cpu_s: float        # upper bound: every job uses its whole time limit
+    basis: dict[str, str]        # per backend: where the rate came from
+
+    def describe(self) -> str:
+        lines = [f"{self.jobs} jobs; estimated cost {_hms(self.cpu_s)} CPU time "
+                 f"(~{_hms(self.wall_s)} wall on this machine), at most "
+                 f"{_hms(self.reserved_cpu_s)} CPU time reserved by the time limits"]
+        for b, basis in sorted(self.basis.items()):
+            lines.append(f"  {b}: {basis}")
+        return "\n".join(lines)
+
+
+def estimate_cost(jobs: list[JobSpec], spec: SweepSpec,
+                  measured_s_per_mb: dict[str, float]) -> CostEstimate:
+    import os
+
+    total = 0.0
+    basis: dict[str, str] = {}
+    for j in jobs:
+        rate = measured_s_per_mb.get(j.backend)
+        if rate is None:
+            rate = DEFAULT_S_PER_MB.get(j.backend, _FALLBACK_S_PER_MB)
+            basis[j.backend] = f"assumed {rate:g} s per MB of trace (no finished jobs yet)"
+        else:
+            basis[j.backend] = f"{rate:.3g} s per MB of trace, measured on finished jobs"
+        total += rate * j.trace_bytes / 1e6 * spec.resources.cpus
+    workers = max(1, (os.cpu_count() or 1) // spec.resources.cpus)
+    reserved = len(jobs) * spec.resources.time_s * spec.resources.cpus
+    return CostEstimate(jobs=len(jobs), cpu_s=total, wall_s=total / workers,
+                        reserved_cpu_s=float(reserved), basis=basis)
+
+
+def _hms(s: float) -> str:
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"

@@ -1,0 +1,321 @@
+"""A sweep on disk and the driver loop that runs it.
+
+:class:`Sweep` ties a sweep file to its directory (``jobs.sqlite``, ``jobs/``, ``batches/``,
+``logs/``, ``results.h5``, a copy of the sweep file). :meth:`Sweep.run` plans, syncs the
+store, adopts attempts an earlier driver left behind, then loops: claim due jobs, start
+them, collect outcomes, until nothing is queued or running; then gathers the HDF5 file.
+One driver per sweep at a time (a lock file says which); ``status``, ``retry`` and
+``cancel`` work beside it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+from simfront.errors import SweepError
+from simfront.sweep.executor import Executor, make_executor
+from simfront.sweep.plan import Plan, plan_sweep
+from simfront.sweep.results import RESULTS_FILE, gather
+from simfront.sweep.spec import SweepSpec, load_sweep
+from simfront.sweep.store import JobStore, Outcome
+
+SPEC_COPY = "sweep.yaml"
+DRIVER_LOCK = "driver.lock"
+
+
+@dataclass
+class RunSummary:
+    counts: dict[str, int]
+    started: int = 0
+    retried: int = 0
+    interrupted: bool = False
+    results: Path | None = None
+    wall_s: float = 0.0
+    sync: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.counts.get("queued", 0) == 0 and self.counts.get("running", 0) == 0
+
+
+class Sweep:
+    """A sweep file and its directory. Holds paths only; the store opens per process."""
+
+    def __init__(self, spec: SweepSpec, directory: str | Path | None = None):
+        self.spec = spec
+        self.directory = Path(directory).resolve() if directory else spec.directory
+        self.store = JobStore(self.directory, backoff_s=spec.executor.backoff_s)
+        self._plan: Plan | None = None
+
+    @classmethod
+    def open(cls, path: str | Path, directory: str | Path | None = None) -> "Sweep":
+        """From a sweep file, or from a sweep directory (its copy of the sweep file)."""
+        path = Path(path)
+        if path.is_dir():
+            copy = path / SPEC_COPY
+            if not copy.exists():
+                raise SweepError(f"not a sweep directory (no {SPEC_COPY})", path)
+            spec = load_sweep(copy)
+            # The copy's relative trace paths are relative to the original file's folder.
+            meta = path / "sweep.json"
+            if meta.exists():
+                orig = Path(json.loads(meta.read_text())["sweep_file"])
+                spec = _rebase(spec, orig)
+            return cls(spec, directory or path)
+        return cls(load_sweep(path), directory)
+
+    # ------------------------------------------------------------------ plan
+
+    def plan(self) -> Plan:
+        if self._plan is None:
+            self._plan = plan_sweep(self.spec)
+        return self._plan
+
+    def sync(self) -> dict[str, int]:
+        """Plan and make the store's plan match (new jobs queued, old results kept)."""
+        plan = self.plan()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.spec.path != (self.directory / SPEC_COPY).resolve():
+            _copy_atomic(self.spec.path, self.directory / SPEC_COPY)
+            _write_text_atomic(self.directory / "sweep.json", json.dumps(
+                {"sweep_file": str(self.spec.path), "name": self.spec.name}))
+        return self.store.sync_plan(plan.jobs, self.spec.executor.max_attempts)
+
+    def estimate(self) -> Any:
+        rates = self.store.rates() if self.store.path.exists() else {}
+        return self.plan().estimate(rates)
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, executor: str | None = None, progress: bool = True, wait: bool = True,
+            gather_results: bool = True) -> RunSummary:
+        t0 = time.time()
+        with self._driver_lock():
+            sync = self.sync()
+            ex = make_executor(executor or self.spec.executor.kind, self.directory, self.store,
+                               self.spec.executor, self.spec.resources, self.spec.name)
+            summary = drive(self.store, ex, progress=progress, wait=wait)
+            summary.sync = sync
+            if gather_results:
+                summary.results = self.gather()
+        summary.wall_s = time.time() - t0
+        return summary
+
+    @contextmanager
+    def _driver_lock(self) -> Iterator[None]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / DRIVER_LOCK
+        with open(path, "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                who = f.read().strip() or "another process"
+                raise SweepError(f"sweep is already being run by {who}; wait for it, or stop it "
+                                 f"with 'simfront sweep cancel'", self.directory) from None
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()}")
+            f.flush()
+            try:
+                yield
+            finally:
+                f.seek(0)
+                f.truncate()
+
+    def driver_pid(self) -> int | None:
+        """The pid of the driver running this sweep now, if any."""
+        path = self.directory / DRIVER_LOCK
+        if not path.exists():
+            return None
+        with open(path, "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                text = f.read().split()
+                return int(text[1]) if len(text) == 2 and text[1].isdigit() else None
+            fcntl.flock(f, fcntl.LOCK_UN)
+        return None
+
+    # ------------------------------------------------------------------ other actions
+
+    def gather(self, out: str | Path | None = None) -> Path:
+        return gather(self.directory, self.store, self.spec.name, out)
+
+    @property
+    def results_path(self) -> Path:
+        return self.directory / RESULTS_FILE
+
+    def status(self) -> pd.DataFrame:
+        return self.store.table()
+
+    def retry(self, job_ids: list[str] | None = None) -> int:
+        return self.store.retry(job_ids)
+
+    def cancel(self) -> int:
+        """Stop the sweep (returns how many jobs were cancelled): the running driver (if any) is told to stop, queued and running
+        jobs are marked failed ('cancelled by user'; ``retry`` requeues them), and their
+        tasks are cancelled where they run."""
+        pid = self.driver_pid()
+        if pid is not None and pid != os.getpid():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        n, running = self.store.cancel()
+        by_executor: dict[str, list[str]] = {}
+        for job_id, ref in running:
+            row = self.store.conn.execute("SELECT executor FROM jobs WHERE job_id = ?",
+                                          (job_id,)).fetchone()
+            if row and row[0] and ref:
+                by_executor.setdefault(row[0], []).append(ref)
+        for kind, refs in by_executor.items():
+            ex = make_executor(kind, self.directory, self.store, self.spec.executor,
+                               self.spec.resources, self.spec.name)
+            ex.cancel(refs)
+        return n
+
+
+def drive(store: JobStore, ex: Executor, progress: bool = True, wait: bool = True) -> RunSummary:
+    """The driver loop. SIGINT/SIGTERM stop it cleanly: running local attempts are stopped
+    and given back to the queue uncounted; batch tasks keep running for the next driver."""
+    stop = _StopFlag()
+    summary = RunSummary(counts={})
+    bar = _Progress(store, enabled=progress)
+    with stop.installed():
+        try:
+            done, lost = ex.adopt(store.running())
+            _apply(store, done, lost, bar, summary)
+            while not stop.set:
+                cap = ex.capacity()
+                if cap > 0:
+                    claims = store.claim(cap, ex.name)
+                    if claims:
+                        refs = ex.start(claims)
+                        store.set_refs(refs, {c.job_id: c.attempt for c in claims})
+                        summary.started += len(claims)
+                        bar.refresh()
+                if ex.in_flight() == 0:
+                    due = store.next_due()
+                    if due is None:
+                        break  # nothing queued, nothing running: finished
+                    if not wait:
+                        break
+                    time.sleep(min(max(0.0, due - time.time()), 0.5))
+                    continue
+                if not wait and ex.name != "local":
+                    break  # submitted; the scheduler runs them
+                done, lost = ex.poll(0.5)
+                _apply(store, done, lost, bar, summary)
+        finally:
+            summary.interrupted = stop.set
+            stopped = ex.shutdown(interrupted=stop.set)
+            if stopped:
+                store.release(stopped, "interrupted: the driver stopped")
+            bar.close()
+    summary.counts = store.counts()
+    return summary
+
+
+def _apply(store: JobStore, done: list[Outcome], lost: list[tuple[str, int]], bar: "_Progress",
+           summary: RunSummary) -> None:
+    if done:
+        states = store.finish(done)
+        summary.retried += sum(1 for s in states.values() if s == "queued")
+    if lost:
+        store.release(lost, "attempt lost: its driver stopped before it started or finished")
+    if done or lost:
+        bar.refresh()
+
+
+class _StopFlag:
+    """First SIGINT/SIGTERM asks the loop to stop; a second SIGINT interrupts at once."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.set and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.set = True
+        print(f"\nstopping ({signal.Signals(signum).name}): finishing bookkeeping...",
+              file=sys.stderr)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        old = {s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+class _Progress:
+    """A tqdm bar on stderr: done+failed of planned, with running/queued/failed counts."""
+
+    def __init__(self, store: JobStore, enabled: bool):
+        self.store = store
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+            c = store.counts()
+            total = sum(c.values())
+            self.bar = tqdm(total=total, initial=c["done"] + c["failed"], unit="job",
+                            desc="sweep", file=sys.stderr, dynamic_ncols=True, leave=True)
+            self._last = 0.0
+            self.refresh()
+
+    def refresh(self) -> None:
+        if self.bar is None:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.2:
+            return
+        self._last = now
+        c = self.store.counts()
+        self.bar.n = c["done"] + c["failed"]
+        self.bar.set_postfix(done=c["done"], running=c["running"], queued=c["queued"],
+                             failed=c["failed"], refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self._last = 0.0
+            self.refresh()
+            self.bar.close()
+
+
+def _copy_atomic(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _rebase(spec: SweepSpec, original: Path) -> SweepSpec:
+    """A spec loaded from the directory's copy, with paths resolved as in the original."""
+    from dataclasses import replace
+    return replace(spec, path=original)

@@ -1,0 +1,227 @@
+"""The worker: runs one job through the backend interface and writes its outcome atomically.
+
+Every executor ends up here, in a pool process (local) or as an array task
+(``python -m simfront.sweep.worker --sweep-dir D --manifest M --index I``). A job lives in
+``<sweep dir>/jobs/<job id>/``: ``job.json`` (what to run, written by the driver),
+``status.json`` (this attempt started: host, pid, time), ``result.json`` (the outcome and
+per-kernel records: the commit point) and ``out/`` (the backend's files).
+
+Exactly once: the worker holds an exclusive lock on the job's ``lock`` file while it runs,
+and a job whose ``result.json`` says ok is never run again, whoever asks. So a driver that
+was killed and restarted, a second driver, or a requeued array task cannot run a finished
+job twice, and two attempts of one job never overlap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from simfront.sweep.plan import JobSpec
+
+JOBS_DIR = "jobs"
+RUNS_LOG = "runs.log"
+
+
+def job_dir(sweep_dir: str | Path, job_id: str) -> Path:
+    return Path(sweep_dir) / JOBS_DIR / job_id
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON to a temporary file beside ``path``, then rename it over ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, default=_json_default, separators=(",", ":"))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):  # numpy scalars
+        return o.item()
+    if isinstance(o, Path):
+        return str(o)
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def read_json(path: Path) -> Any | None:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return None  # never produced by an atomic writer; treat as absent
+
+
+def write_job_file(sweep_dir: str | Path, spec: JobSpec) -> Path:
+    d = job_dir(sweep_dir, spec.job_id)
+    path = d / "job.json"
+    if not path.exists():
+        d.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, spec.to_dict())
+    return path
+
+
+def finished_result(sweep_dir: str | Path, job_id: str) -> dict[str, Any] | None:
+    """The job's result if it finished ok, else None."""
+    r = read_json(job_dir(sweep_dir, job_id) / "result.json")
+    return r if r is not None and r.get("ok") else None
+
+
+def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
+            spec: JobSpec | None = None) -> dict[str, Any]:
+    """Run one attempt of a job unless it already finished; return its outcome (without the
+    records, which stay in ``result.json``)."""
+    d = job_dir(sweep_dir, job_id)
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # waits while another attempt of this job runs
+        done = read_json(d / "result.json")
+        if done is not None and done.get("ok"):
+            return _summary(done, reused=True)
+        if spec is None:
+            spec = JobSpec.from_dict(json.loads((d / "job.json").read_text()))
+        host, pid, started = socket.gethostname(), os.getpid(), time.time()
+        write_json_atomic(d / "status.json", {"job_id": job_id, "attempt": attempt,
+                                              "state": "running", "host": host, "pid": pid,
+                                              "started_at": started})
+        result = _execute(spec, d)
+        finished = time.time()
+        _log_run(Path(sweep_dir), job_id, attempt, host, pid, started, finished, result["ok"])
+        result.update(job_id=job_id, attempt=attempt, host=host, pid=pid, started_at=started,
+                      finished_at=finished, wall_s=finished - started,
+                      exit_code=0 if result["ok"] else 1)
+        write_json_atomic(d / "result.json", result)
+        return _summary(result, reused=False)
+
+
+def _log_run(sweep_dir: Path, job_id: str, attempt: int, host: str, pid: int, started: float,
+             finished: float, ok: bool) -> None:
+    """One line per backend run in ``runs.log`` (O_APPEND, one write): the audit trail that
+    shows every job ran once, whatever happened to drivers and tasks."""
+    line = f"{job_id} {attempt} {host} {pid} {started:.3f} {finished:.3f} {'ok' if ok else 'failed'}\n"
+    fd = os.open(sweep_dir / RUNS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def read_runs(sweep_dir: str | Path) -> list[dict[str, Any]]:
+    """The entries of ``runs.log``."""
+    path = Path(sweep_dir) / RUNS_LOG
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) == 7:
+            out.append({"job_id": f[0], "attempt": int(f[1]), "host": f[2], "pid": int(f[3]),
+                        "started_at": float(f[4]), "finished_at": float(f[5]), "ok": f[6] == "ok"})
+    return out
+
+
+def _summary(result: dict[str, Any], reused: bool) -> dict[str, Any]:
+    out = {k: v for k, v in result.items() if k != "records"}
+    out["reused"] = reused
+    out["n_records"] = len(result.get("records") or ())
+    return out
+
+
+def _execute(spec: JobSpec, d: Path) -> dict[str, Any]:
+    """Build the GPU, call the backend; any exception becomes a failed outcome with a reason."""
+    try:
+        from simfront.sim.backend import SimJob, get_backend
+        from simfront.sweep import inputs
+
+        inputs.import_plugins(spec.imports, Path(spec.import_base) if spec.import_base else None)
+        backend = get_backend(spec.backend)
+        gpu = inputs.build_gpu(spec.base_gpu, spec.params)
+        job = SimJob(job_id=spec.job_id, trace_dir=Path(spec.trace_dir), gpu=gpu,
+                     out_dir=d / "out", kernels=spec.kernels, options=dict(spec.options),
+                     timeout_s=spec.timeout_s)
+        job.out_dir.mkdir(parents=True, exist_ok=True)
+        res = backend.run(job)
+    except Exception as exc:
+        tb = traceback.format_exc(limit=-3)
+        return {"ok": False, "reason": f"{type(exc).__name__}: {exc}", "traceback": tb,
+                "records": [], "provenance": {}}
+    records = [_identify(dict(r), spec) for r in (res.records or [])]
+    reason = res.reason
+    if not res.ok and not reason:
+        reason = f"backend '{spec.backend}' reported failure without a reason"
+    return {"ok": bool(res.ok), "reason": reason, "records": records,
+            "provenance": dict(res.provenance or {}), "backend_wall_s": res.wall_s}
+
+
+def _identify(record: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
+    """Fill the identity columns a backend may leave to us."""
+    for key, value in (("job_id", spec.job_id), ("backend", spec.backend),
+                       ("backend_version", spec.backend_version), ("config", spec.config),
+                       ("config_hash", spec.config_hash), ("workload", spec.workload),
+                       ("trace_hash", spec.trace_hash)):
+        if record.get(key) in (None, ""):
+            record[key] = value
+    return record
+
+
+def read_manifest(path: Path) -> list[tuple[str, int]]:
+    """A batch manifest: line i (from 0) is ``<job id> <attempt>`` for array task i."""
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            jid, att = line.split()
+            out.append((jid, int(att)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m simfront.sweep.worker",
+                                description="Run one sweep job (what executors call).")
+    p.add_argument("--sweep-dir", required=True, type=Path)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--job", help="job id (with --attempt)")
+    g.add_argument("--manifest", type=Path, help="batch manifest; the task is --index")
+    p.add_argument("--attempt", type=int, default=1)
+    p.add_argument("--index", type=int, help="array task index (default $SLURM_ARRAY_TASK_ID)")
+    a = p.parse_args(argv)
+    if a.manifest is not None:
+        index = a.index
+        if index is None:
+            env = os.environ.get("SLURM_ARRAY_TASK_ID") or os.environ.get("PBS_ARRAY_INDEX")
+            if env is None:
+                p.error("--index is required outside an array job")
+            index = int(env)
+        entries = read_manifest(a.manifest)
+        if not 0 <= index < len(entries):
+            print(f"error: task {index} not in {a.manifest} ({len(entries)} tasks)", file=sys.stderr)
+            return 2
+        job_id, attempt = entries[index]
+    else:
+        job_id, attempt = a.job, a.attempt
+    out = run_job(a.sweep_dir, job_id, attempt)
+    print(json.dumps({k: out.get(k) for k in ("job_id", "attempt", "ok", "reason", "reused",
+                                              "wall_s", "n_records")}))
+    return 0 if out["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""``python -m simfront.workloads.run NAME --preset P --iterations N --window K``: the process
+the capture driver runs under a tracer or ncu. Prints one JSON line (RunSummary) on stdout
+as its last line, and writes it to ``--summary PATH`` when given. Exit status 2 with a
+one-line message on stderr for bad input.
+
+Only argparse and the standard library besides torch (and mamba_ssm), so it runs on the
+capture machine with nothing else installed."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from simfront.errors import ConfigError, SimfrontError
+from simfront.workloads.impl import IMPLS
+from simfront.workloads.registry import WORKLOADS
+from simfront.workloads.workload import AMP_DTYPES
+
+
+def parse_sets(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected KEY=VALUE, got {item!r}", field="--set")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m simfront.workloads.run",
+                                description="Run a workload's training step; bracket one "
+                                            "steady-state iteration for a tracer/profiler.")
+    p.add_argument("name", choices=sorted(WORKLOADS))
+    p.add_argument("--preset", default="tiny")
+    p.add_argument("--iterations", "-n", type=int, default=3)
+    p.add_argument("--window", "-w", type=int, default=-1,
+                   help="0-based iteration to bracket (cudaProfilerStart/Stop + NVTX range "
+                        "'simfront.step'); -1 (default): the last")
+    p.add_argument("--no-window", action="store_true", help="bracket no iteration")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--impl", choices=IMPLS, default="auto")
+    p.add_argument("--amp", choices=AMP_DTYPES, default="bf16")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, e.g. --set seqlen=256 (repeatable)")
+    p.add_argument("--summary", type=Path, help="also write the JSON summary to this file")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        from simfront.workloads.runner import run
+        result = run(args.name, args.preset, args.iterations,
+                     None if args.no_window else args.window, device=args.device,
+                     impl=args.impl, overrides=parse_sets(args.sets), amp=args.amp)
+    except SimfrontError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    line = result.to_json()
+    if args.summary is not None:
+        write_atomic(args.summary, line + "\n")
+    print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""The Accel-Sim backend: install detection, job directory, limits, failures.
+
+Most tests drive the runner against a stand-in ``accel-sim.out`` (a shell script that
+replays a real Accel-Sim log from shared/data), so the runner's own behaviour is tested
+everywhere; the test marked ``accelsim`` runs the real simulator where ACCELSIM_ROOT is set.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from simfront.errors import BackendError
+from simfront.sim.accelsim import AccelSimBackend, find_install, load_result
+from simfront.sim.accelsim.runner import STDOUT_NAME
+from simfront.sim.backend import SimJob, get_backend
+from simfront.stats import h5store
+
+from conftest import ACCELSIM_DATA, SCAN_STEP
+
+CONFIG_DIR = ACCELSIM_DATA / "selective_scan_fwd" / "baseline"
+TWO_CRASH = ACCELSIM_DATA / "two_kernels_fwd_then_bwd_crash.out.txt"
+BASELINE_LOG = CONFIG_DIR / "accelsim.out.txt"
+FWD, BWD = "kernel-35636.traceg.xz", "kernel-35643.traceg.xz"
+SMALL = "kernel-35601.traceg.xz"
+
+FAKE = """#!/bin/sh
+# stand-in for accel-sim.out: record how it was called, then replay a real log
+echo "$@" > called.txt
+echo "$LD_LIBRARY_PATH" > ldpath.txt
+ls traces > sent.txt
+head -q -n 7 traces/*.traceg 2>/dev/null | grep -E 'binary version|nregs' >> sent.txt
+[ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+cat "$FAKE_LOG"
+echo "fake stderr line" >&2
+exit "${FAKE_RC:-0}"
+"""
+
+
+@pytest.fixture()
+def fake_install(tmp_path, monkeypatch):
+    root = tmp_path / "accel-sim-framework" / "gpu-simulator"
+    binary = root / "bin" / "release" / "accel-sim.out"
+    binary.parent.mkdir(parents=True)
+    binary.write_text(FAKE)
+    binary.chmod(binary.stat().st_mode | stat.S_IXUSR)
+    lib = root / "gpgpu-sim" / "lib" / "gcc-12.2.0" / "cuda-11080" / "release"
+    lib.mkdir(parents=True)
+    (lib / "libcudart.so").write_bytes(b"")
+    monkeypatch.setenv("ACCELSIM_ROOT", str(root))
+    monkeypatch.delenv("GPGPUSIM_ROOT", raising=False)
+    return root, lib
+
+
+def _traces(tmp_path, files):
+    d = tmp_path / "mamba1_scan_pair"
+    d.mkdir()
+    for f in files:
+        os.symlink(SCAN_STEP / f, d / f)
+    (d / "kernelslist.g").write_text("".join(f + "\n" for f in files))
+    return d
+
+
+def _job(tmp_path, traces, **options):
+    options.setdefault("config_dir", str(CONFIG_DIR))
+    timeout = options.pop("timeout_s", 60)
+    return SimJob(job_id="job-1", trace_dir=traces, gpu=None, out_dir=tmp_path / "job",
+                  options=options, timeout_s=timeout)
+
+
+def test_registered_and_install_detection(fake_install, monkeypatch, tmp_path):
+    root, lib = fake_install
+    assert isinstance(get_backend("accelsim"), AccelSimBackend)
+    inst = find_install()
+    assert inst.root == root and inst.major == 1 and inst.lib_dirs == (lib,)
+    assert inst.env({"LD_LIBRARY_PATH": "/x"})["LD_LIBRARY_PATH"] == f"{lib}:/x"
+    # the framework's top folder and the binary itself name the same install
+    assert find_install(root.parent).binary == inst.binary
+    assert find_install(inst.binary).root == root
+    # Accel-Sim 2.x: Hopper opcode map and traceDsm
+    (root / "ISA_Def").mkdir()
+    (root / "ISA_Def" / "hopper_opcode.h").write_text("// map\n")
+    dsm = root.parent / "util" / "tracer_nvbit" / "tracer_tool" / "traceDsm"
+    dsm.parent.mkdir(parents=True)
+    dsm.write_text("#!/bin/sh\n")
+    dsm.chmod(0o755)
+    two = find_install(root)
+    assert two.major == 2 and two.trace_dsm == dsm and 90 in two.binary_versions
+    assert two.reads_tracez
+
+
+def test_no_install_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.delenv("ACCELSIM_ROOT", raising=False)
+    with pytest.raises(BackendError, match="set ACCELSIM_ROOT"):
+        find_install()
+    with pytest.raises(BackendError, match="no accel-sim.out"):
+        find_install(tmp_path)
+    res = AccelSimBackend().run(_job(tmp_path, tmp_path))
+    assert not res.ok and "ACCELSIM_ROOT" in res.reason
+
+
+def test_garbage_headers_are_not_sent(fake_install, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    traces = _traces(tmp_path, [SMALL])
+    res = AccelSimBackend().run(_job(tmp_path, traces))
+    assert not res.ok and "not sent to the simulator" in res.reason
+    assert "binary version" in res.reason and "--isa-compat ampere" in res.reason
+    assert not (tmp_path / "job" / "called.txt").exists()  # the simulator never started
+    assert load_result(tmp_path / "job").reason == res.reason
+
+
+def test_isa_compat_run_with_crash_log(fake_install, tmp_path, monkeypatch):
+    """The two-kernel run that crashed on REDG, replayed: kernel 1 kept, job failed."""
+    root, lib = fake_install
+    monkeypatch.setenv("FAKE_LOG", str(TWO_CRASH))
+    monkeypatch.setenv("FAKE_RC", "134")
+    traces = _traces(tmp_path, [SMALL, "kernel-35629.traceg.xz"])
+    res = AccelSimBackend().run(_job(tmp_path, traces, isa_compat="ampere",
+                                     header_overrides={"*": {"nregs": 32}}))
+    job = tmp_path / "job"
+    assert (job / "called.txt").read_text().split() == [
+        "-trace", "traces/kernelslist.g", "-config", "gpgpusim.config", "-config", "trace.config"]
+    assert (job / "ldpath.txt").read_text().startswith(str(lib))
+    sent = (job / "sent.txt").read_text()
+    assert "kernel-35601.traceg" in sent and "-binary version = 80" in sent
+    assert "-nregs = 32" in sent and (job / "gpgpusim.config").exists()
+    assert not res.ok
+    assert "REDG" in res.reason and "undefined instruction" in res.reason
+    assert "SIGABRT" in res.reason or "134" in res.reason
+    k1, k2 = res.records
+    assert k1["complete"] and k1["cycles"] == 56068 and k1["job_id"] == "job-1"
+    assert k1["backend"] == "accelsim" and k1["workload"] == "mamba1_scan_pair"
+    assert k1["trace_hash"] and k1["accelsim_trace_file"] == SMALL
+    assert not k2["complete"]
+    assert res.provenance["isa_compat"]["changed"] == {"VIADD": 16}
+    with lzma.open(job / STDOUT_NAME, "rt") as f:  # stdout kept, compressed
+        assert f.read() == TWO_CRASH.read_text()
+    assert json.loads((job / "result.json").read_text())["ok"] is False
+
+
+def test_timeout_kills_the_simulator(fake_install, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_SLEEP", "30")
+    traces = _traces(tmp_path, [SMALL])
+    res = AccelSimBackend().run(_job(tmp_path, traces, isa_compat="ampere", timeout_s=1,
+                                     header_overrides={"*": {"nregs": 32}}))
+    assert not res.ok and "timed out after 1 s" in res.reason
+    assert res.wall_s < 15
+    assert not any(r.get("complete") for r in res.records)
+
+
+def test_finished_run_gives_records(fake_install, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    traces = _traces(tmp_path, [SMALL])
+    res = AccelSimBackend().run(_job(tmp_path, traces, isa_compat="ampere",
+                                     header_overrides={"*": {"nregs": 32}}))
+    assert res.ok, res.reason
+    (r,) = res.records
+    assert r["cycles"] == 56068 and r["complete"] and r["config"] == "baseline"
+    assert res.provenance["parse"]["n_unknown_lines"] == 0
+
+
+@pytest.mark.accelsim
+def test_real_accelsim_three_job_sweep(tmp_path):
+    """Three jobs (three L2 sizes) of a small sample kernel through the real simulator, their
+    records gathered into one HDF5 file and read back."""
+    if not os.environ.get("ACCELSIM_ROOT"):
+        pytest.skip("ACCELSIM_ROOT is not set: no Accel-Sim install to run")
+    if not SCAN_STEP.is_dir():
+        pytest.skip("shared sample traces not found")
+    traces = _traces(tmp_path, [SMALL, "kernel-35629.traceg.xz"])
+    backend = AccelSimBackend()
+    records, jobs = [], []
+    for sets in (16, 32, 64):
+        cfg = tmp_path / f"cfg-l2-{sets}"
+        shutil.copytree(CONFIG_DIR, cfg)
+        text = (cfg / "gpgpusim.config").read_text()
+        lines = [ln for ln in text.splitlines() if ln.startswith("-gpgpu_cache:dl2 ")]
+        assert lines, "baseline config has no -gpgpu_cache:dl2 line"
+        old = lines[0].split()[1]
+        new = f"S:{sets}:" + old.split(":", 2)[2]
+        (cfg / "gpgpusim.config").write_text(text.replace(lines[0], f"-gpgpu_cache:dl2 {new}"))
+        job = SimJob(job_id=f"l2-{sets}", trace_dir=traces, gpu=None,
+                     out_dir=tmp_path / f"job-l2-{sets}", timeout_s=300,
+                     options={"config_dir": str(cfg), "isa_compat": "ampere",
+                              "header_overrides": {"*": {"nregs": 32}}})
+        res = backend.run(job)
+        assert res.ok, res.reason
+        records += res.records
+        jobs.append({"job_id": res.job_id, "backend": res.backend, "ok": res.ok,
+                     "reason": res.reason, "wall_s": res.wall_s, "n_kernels": len(res.records),
+                     "provenance": res.provenance})
+    path = h5store.write_results(tmp_path / "sweep.h5", records, jobs, {"sweep": "l2-sets"})
+    df = h5store.read_records(path)
+    assert len(df) == 6 and df["complete"].all()
+    for rec in records:
+        row = df[(df.job_id == rec["job_id"]) & (df.kernel_uid == rec["kernel_uid"])].iloc[0]
+        assert row["cycles"] == rec["cycles"] > 0
+        assert row["thread_instructions"] == rec["thread_instructions"] > 0
+    # same kernels in every job: the instruction counts cannot depend on the L2
+    assert df.groupby("kernel_uid")["instructions"].nunique().eq(1).all()
+    assert list(h5store.read_jobs(path)["ok"]) == [True, True, True]
+
+
+def test_cli_check_compat_and_run(fake_install, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from simfront.sim.accelsim.cli import accelsim
+
+    runner = CliRunner()
+    res = runner.invoke(accelsim, ["check"])
+    assert res.exit_code == 0 and "major      1" in res.output
+    traces = _traces(tmp_path, [SMALL])
+    res = runner.invoke(accelsim, ["compat", str(traces), str(tmp_path / "c"), "--nregs", "32"])
+    assert res.exit_code == 0, res.output
+    assert "8 of 328 instructions lowered (VIADD 8)" in res.output
+    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    res = runner.invoke(accelsim, ["run", str(traces), "--out", str(tmp_path / "j"),
+                                   "--config-dir", str(CONFIG_DIR), "--isa-compat", "ampere",
+                                   "--nregs", "32"])
+    assert res.exit_code == 0, res.output
+    assert "56,068" in res.output
+
+
+def test_configs_written_from_a_gpu_description(fake_install, tmp_path, monkeypatch):
+    from simfront.gpu.presets import load_gpu
+
+    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    traces = _traces(tmp_path, [SMALL])
+    gpu = load_gpu("h100")
+    job = SimJob(job_id="j", trace_dir=traces, gpu=gpu, out_dir=tmp_path / "job",
+                 options={"isa_compat": "ampere", "header_overrides": {"*": {"nregs": 32}}})
+    res = AccelSimBackend().run(job)
+    assert res.ok, res.reason
+    assert (tmp_path / "job" / "gpgpusim.config").read_text().count("-gpgpu_n_mem ") == 1
+    assert res.records[0]["config"] == "h100" and len(res.records[0]["config_hash"]) == 64

@@ -1,0 +1,44 @@
+"""The demo pipeline end to end on the built-in model: sample traces -> sweep -> HDF5 ->
+balance study -> report. Small: one sample trace set, three ratios."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from simfront.errors import BackendError
+from simfront.paths import repo_dir
+
+
+def _model_or_skip():
+    from simfront.sim.backend import get_backend
+    try:
+        get_backend("model").check_available()
+    except BackendError as exc:
+        pytest.skip(f"built-in model backend not available: {exc}")
+
+
+def test_sample_trace_sets_are_found():
+    from simfront.analysis.demo import sample_trace_sets
+    sets = sample_trace_sets()
+    assert sets and all((p / "kernelslist.g").exists() or (p / "kernelslist.g.xz").exists()
+                        for p in sets)
+
+
+def test_demo_on_the_smallest_sample(tmp_path):
+    _model_or_skip()
+    from simfront.analysis.demo import run_demo
+    from simfront.analysis.studies import load_sweep_records
+
+    small = repo_dir("traces") / "mamba1_torch_elementwise"
+    if not small.is_dir():
+        pytest.skip("sample trace set traces/mamba1_torch_elementwise not shipped")
+    html, md = run_demo(tmp_path / "demo", traces=small, ratios=(16.0, 8.0, 4.0))
+    rec = load_sweep_records(tmp_path / "demo" / "sweep" / "results.h5")
+    assert sorted(rec["ratio"].unique()) == [4.0, 8.0, 16.0]
+    assert rec.groupby("ratio").size().nunique() == 1          # every kernel at every ratio
+    text = html.read_text()
+    assert text.count("data:image/png;base64,") >= 3
+    assert not re.search(r"src=['\"](?!data:)", text)
+    assert "Tensor:vector balance" in md.read_text()

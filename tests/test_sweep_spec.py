@@ -1,0 +1,174 @@
+"""Sweep files: parsing, expansion to content-addressed jobs, and errors that name key and line."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from simfront.cli import main
+from simfront.errors import SweepError
+from simfront.sweep.plan import plan_sweep, variant_points
+from simfront.sweep.spec import load_sweep
+
+TRACE = "{shared}/data/h100/traces/mamba1_scan_step"
+
+
+def _write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text).lstrip("\n"))
+    return p
+
+
+GOOD = f"""
+name: l2-and-sms
+workloads:
+  - name: scan
+    traces: "{TRACE}"
+    kernels: [kernel-35636.traceg.xz]
+  - traces: "{TRACE}"
+gpu:
+  base: h100
+  axes:
+    sm_count: {{start: 66, stop: 132, step: 33}}
+    l2_size: ["25 MiB", "50 MiB"]
+backends: sweep-noop
+resources: {{cpus: 2, mem: 3G, time: "00:10:00"}}
+executor:
+  kind: local
+  max_attempts: 2
+  backoff: 500ms
+  imports: [simfront.sweep.testing]
+  slurm: {{chunk: 100, parallel: 4, extra_args: ["--qos=low"]}}
+"""
+
+
+def test_good_file_parses_and_expands(tmp_path, shared_data):
+    spec = load_sweep(_write(tmp_path, GOOD))
+    assert spec.name == "l2-and-sms"
+    assert [a.name for a in spec.axes] == ["sm_count", "l2_size"]
+    assert spec.axes[0].values == (66, 99, 132)
+    assert spec.resources.cpus == 2 and spec.resources.mem_mb == 3072
+    assert spec.resources.time_s == 600
+    assert spec.executor.max_attempts == 2 and spec.executor.backoff_s == 0.5
+    assert spec.executor.chunk == 100 and spec.executor.extra_args == ("--qos=low",)
+    assert spec.directory == (tmp_path / ".sweeps" / "l2-and-sms").resolve()
+    points = variant_points(spec)
+    assert len(points) == 6 and {"sm_count": 99, "l2_size": "50 MiB"} in points
+
+    plan = plan_sweep(spec)
+    assert len(plan.jobs) == 2 * 6
+    ids = [j.job_id for j in plan.jobs]
+    assert len(set(ids)) == len(ids)
+    # Content addressed: the same file planned again gives the same ids; the workload with a
+    # kernel filter and the one without are different jobs over the same trace content.
+    assert [j.job_id for j in plan_sweep(load_sweep(spec.path)).jobs] == ids
+    by_wl = {j.workload for j in plan.jobs}
+    assert by_wl == {"scan", "mamba1_scan_step"}
+    assert len({j.trace_hash for j in plan.jobs}) == 1
+    assert len({j.config_hash for j in plan.jobs}) == 6
+
+
+def test_job_ids_follow_content_not_names(tmp_path, shared_data):
+    a = plan_sweep(load_sweep(_write(tmp_path, GOOD, "a.yaml")))
+    renamed = GOOD.replace("name: scan", "name: renamed").replace("l2-and-sms", "other")
+    b = plan_sweep(load_sweep(_write(tmp_path, renamed, "b.yaml")))
+    assert [j.job_id for j in a.jobs] == [j.job_id for j in b.jobs]
+    other_backend = GOOD.replace("backends: sweep-noop", "backends: sweep-probe")
+    c = plan_sweep(load_sweep(_write(tmp_path, other_backend, "c.yaml")))
+    assert not {j.job_id for j in a.jobs} & {j.job_id for j in c.jobs}
+
+
+def test_geometric_range_and_zip(tmp_path, shared_data):
+    text = GOOD.replace('sm_count: {start: 66, stop: 132, step: 33}',
+                        'sm_count: {start: 33, stop: 132, factor: 2}')
+    text = text.replace('l2_size: ["25 MiB", "50 MiB"]',
+                        'l2_size: ["25 MiB", "50 MiB", "100 MiB"]\n  combine: zip')
+    spec = load_sweep(_write(tmp_path, text))
+    assert spec.axes[0].values == (33, 66, 132)
+    assert variant_points(spec) == [{"sm_count": 33, "l2_size": "25 MiB"},
+                                    {"sm_count": 66, "l2_size": "50 MiB"},
+                                    {"sm_count": 132, "l2_size": "100 MiB"}]
+
+
+def _line_of(text: str, needle: str) -> int:
+    for i, line in enumerate(textwrap.dedent(text).lstrip("\n").splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(needle)
+
+
+@pytest.mark.parametrize("old,new,key,needle", [
+    ("resources: {cpus: 2", "resources: {gpus: 2", "resources.gpus", "resources:"),
+    ("  max_attempts: 2", "  max_attempt: 2", "executor.max_attempt", "max_attempt:"),
+    ("    kernels: [kernel-35636.traceg.xz]", "    kernel: [x]", "workloads[0].kernel",
+     "kernel: [x]"),
+    ("backends: sweep-noop", "backend: sweep-noop", "backend", "backend:"),
+    ("mem: 3G", "mem: lots", "resources.mem", "resources:"),
+    ('time: "00:10:00"', "time: 600", "resources.time", "resources:"),
+    ("  max_attempts: 2", "  max_attempts: 0", "executor.max_attempts", "max_attempts:"),
+    ("  kind: local", "  kind: pbs", "executor.kind", "kind: pbs"),
+    ("  backoff: 500ms", "  backoff: soon", "executor.backoff", "backoff:"),
+    ("    sm_count: {start: 66, stop: 132, step: 33}", "    sm_count: {start: 66, stop: 1}",
+     "gpu.axes.sm_count", "sm_count:"),
+    ("    sm_count: {start: 66, stop: 132, step: 33}", "    sm_count: []",
+     "gpu.axes.sm_count", "sm_count:"),
+    ("    sm_count: {start: 66, stop: 132, step: 33}",
+     "    sm_count: {start: 66, stop: 132, step: 33}\n    sm_count: [1]",
+     "sm_count", "sm_count: [1]"),
+])
+def test_malformed_file_names_key_and_line(tmp_path, old, new, key, needle):
+    text = GOOD.replace(old, new)
+    assert text != GOOD
+    path = _write(tmp_path, text)
+    with pytest.raises(SweepError) as info:
+        load_sweep(path)
+    err = info.value
+    assert err.field == key
+    assert err.line == _line_of(text, needle)
+    assert f"line {err.line}" in str(err) and key in str(err)
+
+
+def test_yaml_syntax_error_names_line(tmp_path):
+    text = GOOD.replace("  base: h100", "  base: [h100")
+    with pytest.raises(SweepError) as info:
+        load_sweep(_write(tmp_path, text))
+    assert info.value.line is not None and info.value.line >= _line_of(text, "base:")
+
+
+@pytest.mark.parametrize("old,new,key,needle", [
+    ("    l2_size:", "    l2_sise:", "gpu.axes.l2_sise", "l2_sise:"),
+    ('l2_size: ["25 MiB", "50 MiB"]', 'l2_size: ["25 MiB", "lots"]', "gpu.axes.l2_size",
+     "l2_size:"),
+    ("sm_count: {start: 66, stop: 132, step: 33}", "sm_count: [66, -4]", "gpu.axes.sm_count",
+     "sm_count:"),
+    ("  base: h100", "  base: no-such-gpu", "gpu.base", "base:"),
+    ("backends: sweep-noop", "backends: [sweep-noop, nonesuch]", "backends", "backends:"),
+    (f'traces: "{TRACE}"\ngpu', 'traces: "/nonexistent/traces"\ngpu', "traces",
+     "- traces: \"/nonexistent"),
+])
+def test_bad_values_found_when_planning_name_key_and_line(tmp_path, shared_data, old, new, key,
+                                                          needle):
+    text = GOOD.replace(old, new)
+    assert text != GOOD
+    path = _write(tmp_path, text)
+    spec = load_sweep(path)
+    with pytest.raises(SweepError) as info:
+        plan_sweep(spec)
+    assert info.value.field == key
+    assert info.value.line == _line_of(text, needle)
+
+
+def test_cli_plan_prints_count_and_cost_or_key_and_line(tmp_path, shared_data, capsys):
+    path = _write(tmp_path, GOOD)
+    main(["sweep", "plan", str(path)])
+    out = capsys.readouterr().out
+    assert "12 jobs" in out and "estimated cost" in out
+
+    bad = _write(tmp_path, GOOD.replace("resources: {cpus: 2", "resources: {gpus: 2"), "bad.yaml")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "plan", str(bad)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"line {_line_of(GOOD, 'resources:')}" in err and "resources.gpus" in err

@@ -1,0 +1,135 @@
+"""validate flags the garbage headers of the real traces, naming file, line and field;
+repair fills them from launch records (sidecar or ncu) into a copy that passes validate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from simfront.errors import InputError
+from simfront.paths import repo_dir
+from simfront.traces.reader import TraceSet
+from simfront.traces.repair import (
+    load_ncu, load_sidecar, match_record, normalize_name, demangle, repair_set,
+)
+from simfront.traces.validate import validate_set
+
+SIDECAR = repo_dir("traces") / "provenance" / "mamba1_scan_step.launches.jsonl"
+
+
+def test_validate_flags_bad_headers_with_line_and_field(scan_step):
+    report = validate_set(scan_step, body=False)
+    assert not report.ok and report.kernels == 47
+    by_file = {}
+    for p in report.errors:
+        by_file.setdefault(p.path.name, set()).add(p.field)
+    # every header carries garbage nregs or binary version (data/README.md)
+    assert len(by_file) == 47
+    fwd = [p for p in report.errors if p.path.name == "kernel-35636.traceg.xz"]
+    fields = {p.field: p for p in fwd}
+    assert fields["nregs"].line == 6 and "32715" in fields["nregs"].message
+    assert fields["binary version"].line == 7 and "2" in fields["binary version"].message
+    assert "kernel-35636.traceg.xz:6" in str(fields["nregs"])
+
+
+def test_validate_structure_of_a_real_set(scan_step):
+    import lzma
+    import re
+
+    report = validate_set(scan_step, body=True)
+    declared = 0
+    for kernel in TraceSet(scan_step).kernels():
+        with lzma.open(kernel.path, "rt") as f:
+            declared += sum(int(m.group(1)) for m in map(re.compile(r"^insts = (\d+)").match, f) if m)
+    assert report.instructions == declared
+    # structure is sound: only header problems
+    assert {p.field for p in report.errors} <= {"nregs", "binary version", "shmem"}
+
+
+def test_repair_from_sidecar_passes_validate(tmp_path, scan_step):
+    out = tmp_path / "fixed"
+    report = repair_set(scan_step, out, load_sidecar(SIDECAR), binary_version=90,
+                        kernels=["35636", "kernel-35643"], xz_preset=0)
+    assert [k["file"] for k in report.kernels] == ["kernel-35636.traceg.xz",
+                                                   "kernel-35643.traceg.xz"]
+    v = validate_set(out)
+    assert v.ok, [str(p) for p in v.problems]
+    assert v.instructions == 394_240 + 1_092_992
+    hdr = TraceSet(out).kernel(35636).header
+    src = TraceSet(scan_step).kernel(35636).header
+    assert (hdr.nregs, hdr.binary_version) == (93, 90)
+    assert (hdr.grid, hdr.block, hdr.name) == (src.grid, src.block, src.name)
+    log = json.loads((out / "repairs.json").read_text())
+    assert {c["field"] for c in log["kernels"][0]["changes"]} == {"nregs", "shmem",
+                                                                 "binary_version"}
+    # the original is untouched
+    assert TraceSet(scan_step).kernel(35636).header.nregs == 32715
+
+
+def test_repair_from_ncu_exact_launch(tmp_path, shared_data):
+    if demangle("_Z3foov") == "_Z3foov":
+        pytest.skip("c++filt (binutils) not available to demangle trace names for ncu matching")
+    src = shared_data / "h100" / "traces" / "mamba2_lm_partial"
+    records = load_ncu(shared_data / "h100" / "ncu" / "mamba2_lm_2x768_L2048_B4.ncu.csv")
+    header = TraceSet(src).kernel(25248).header
+    m = match_record(header, records)
+    assert m is not None and m.how == "name+grid+block"
+    assert m.record.regs == 18 and m.record.shmem == 0
+    out = tmp_path / "fixed"
+    repair_set(src, out, records, binary_version=90, kernels=[25248], xz_preset=0)
+    assert validate_set(out).ok
+    assert TraceSet(out).kernel(25248).header.nregs == 18
+
+
+def test_ncu_and_cxxfilt_names_normalise_alike(shared_data):
+    if demangle("_Z3foov") == "_Z3foov":
+        pytest.skip("c++filt not available to demangle trace names")
+    records = load_ncu(shared_data / "h100" / "ncu" / "mamba2_lm_2x768_L2048_B4.ncu.csv")
+    header = TraceSet(shared_data / "h100" / "traces" / "mamba2_lm_partial").kernel(25248).header
+    names = {normalize_name(r.name) for r in records}
+    assert normalize_name(demangle(header.name)) in names
+
+
+def test_name_only_match_gives_registers_not_shmem(scan_step, shared_data):
+    if demangle("_Z3foov") == "_Z3foov":
+        pytest.skip("c++filt (binutils) not available to demangle trace names for ncu matching")
+    records = load_ncu(shared_data / "h100" / "ncu" / "mamba2_lm_2x768_L2048_B4.ncu.csv")
+    header = TraceSet(scan_step).kernel(35637).header  # reduce_kernel, grid not in ncu
+    m = match_record(header, records)
+    assert m is not None and m.how.startswith("name only")
+    assert m.record.regs == 32 and m.record.shmem is None
+
+
+def test_repair_refuses_without_records_and_writes_nothing(tmp_path, scan_step):
+    out = tmp_path / "fixed"
+    with pytest.raises(InputError) as exc:
+        repair_set(scan_step, out, [], binary_version=90, kernels=[35636])
+    assert "no launch record" in str(exc.value) and "kernel-35636" in str(exc.value)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_repair_never_in_place_or_over_existing(tmp_path, scan_step):
+    shutil.copytree(scan_step, tmp_path / "copy")
+    with pytest.raises(InputError):
+        repair_set(tmp_path / "copy", tmp_path / "copy", load_sidecar(SIDECAR), 90)
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(InputError):
+        repair_set(tmp_path / "copy", tmp_path / "taken", load_sidecar(SIDECAR), 90)
+
+
+def test_structure_errors(tmp_path, scan_step):
+    import lzma
+
+    text = lzma.open(TraceSet(scan_step).kernel(35621).path, "rt").read()
+    # block outside the grid (grid is 1x1x1)
+    (tmp_path / "kernel-1.traceg").write_text(text.replace("thread block = 0,0,0",
+                                                           "thread block = 3,0,0"))
+    (tmp_path / "kernelslist.g").write_text("kernel-1.traceg\n")
+    problems = [str(p) for p in validate_set(tmp_path).errors]
+    assert any("outside the grid" in p for p in problems), problems
+    # a warp whose insts count disagrees with its lines
+    (tmp_path / "kernel-1.traceg").write_text(text.replace("insts = 49", "insts = 50"))
+    problems = validate_set(tmp_path).errors
+    assert any(p.field == "insts" and p.line == 24 for p in problems)
