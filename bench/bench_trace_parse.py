@@ -31,7 +31,7 @@ from simfront.traces.stats import kernel_stats  # noqa: E402
 SECTION = "## Trace parsing (bench/bench_trace_parse.py)"
 TARGET_MB_S = 50.0
 GOAL_MB_S = 150.0
-REPEATS = 3
+REPEATS = 5
 
 
 def _decompress(src: Path, dst: Path) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import platform
 import re
 import statistics
@@ -70,7 +71,9 @@ def _update_results(device: str, rows: list[dict], iterations: int) -> None:
     where = next((r["device_name"] for r in rows if "device_name" in r), device)
     lines = [section, "",
              f"- {dt.date.today().isoformat()}, {where}, Python {platform.python_version()}; "
-             f"{iterations} iterations, median of all but the first; bf16 autocast, AdamW.", "",
+             f"{iterations} iterations, median of all but the first; bf16 autocast, AdamW; "
+             f"load average {os.getloadavg()[0]:.1f} at the end (a shared box: wall times "
+             "move with it).", "",
              "| workload | preset | impl | params | first step ms | steady step ms | loss |",
              "|---|---|---|---:|---:|---:|---|"]
     for r in rows:

@@ -166,46 +166,63 @@ def test_finished_run_gives_records(fake_install, tmp_path, monkeypatch):
     assert res.provenance["parse"]["n_unknown_lines"] == 0
 
 
+SWEEP = """\
+name: accelsim_e2e
+dir: {dir}
+workloads:
+  - name: elementwise
+    traces: mamba1_torch_elementwise
+    kernels: ["kernel-35621.traceg.xz", "kernel-35622.traceg.xz"]
+gpu:
+  base: h100
+  axes:
+    l2_size: ["25 MiB", "50 MiB", "100 MiB"]
+backends: accelsim
+options:
+  isa_compat: ampere
+resources:
+  cpus: 1
+  mem: 4G
+  time: 10m
+executor:
+  kind: local
+  max_attempts: 1
+"""
+
+
 @pytest.mark.accelsim
 def test_real_accelsim_three_job_sweep(tmp_path):
-    """Three jobs (three L2 sizes) of a small sample kernel through the real simulator, their
-    records gathered into one HDF5 file and read back."""
+    """A 3-job sweep (three L2 sizes of the H100 preset) of the repo's sample trace set
+    through the real simulator, end to end: plan, run, gather; each job's numbers, parsed
+    again from its own compressed stdout, are found in the sweep's HDF5 file."""
     if not os.environ.get("ACCELSIM_ROOT"):
         pytest.skip("ACCELSIM_ROOT is not set: no Accel-Sim install to run")
-    if not SCAN_STEP.is_dir():
-        pytest.skip("shared sample traces not found")
-    traces = _traces(tmp_path, [SMALL, "kernel-35629.traceg.xz"])
-    backend = AccelSimBackend()
-    records, jobs = [], []
-    for sets in (16, 32, 64):
-        cfg = tmp_path / f"cfg-l2-{sets}"
-        shutil.copytree(CONFIG_DIR, cfg)
-        text = (cfg / "gpgpusim.config").read_text()
-        lines = [ln for ln in text.splitlines() if ln.startswith("-gpgpu_cache:dl2 ")]
-        assert lines, "baseline config has no -gpgpu_cache:dl2 line"
-        old = lines[0].split()[1]
-        new = f"S:{sets}:" + old.split(":", 2)[2]
-        (cfg / "gpgpusim.config").write_text(text.replace(lines[0], f"-gpgpu_cache:dl2 {new}"))
-        job = SimJob(job_id=f"l2-{sets}", trace_dir=traces, gpu=None,
-                     out_dir=tmp_path / f"job-l2-{sets}", timeout_s=300,
-                     options={"config_dir": str(cfg), "isa_compat": "ampere",
-                              "header_overrides": {"*": {"nregs": 32}}})
-        res = backend.run(job)
-        assert res.ok, res.reason
-        records += res.records
-        jobs.append({"job_id": res.job_id, "backend": res.backend, "ok": res.ok,
-                     "reason": res.reason, "wall_s": res.wall_s, "n_kernels": len(res.records),
-                     "provenance": res.provenance})
-    path = h5store.write_results(tmp_path / "sweep.h5", records, jobs, {"sweep": "l2-sets"})
-    df = h5store.read_records(path)
+    from click.testing import CliRunner
+
+    from simfront.cli import cli
+    from simfront.stats import accelsim as acs
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(SWEEP.format(dir=tmp_path / "out"))
+    res = CliRunner().invoke(cli, ["sweep", "run", str(sweep)])
+    assert res.exit_code == 0, res.output
+    h5 = tmp_path / "out" / "results.h5"
+    jobs = h5store.read_jobs(h5)
+    assert len(jobs) == 3 and jobs["ok"].all(), jobs.get("reason")
+    df = h5store.read_records(h5)
     assert len(df) == 6 and df["complete"].all()
-    for rec in records:
-        row = df[(df.job_id == rec["job_id"]) & (df.kernel_uid == rec["kernel_uid"])].iloc[0]
-        assert row["cycles"] == rec["cycles"] > 0
-        assert row["thread_instructions"] == rec["thread_instructions"] > 0
-    # same kernels in every job: the instruction counts cannot depend on the L2
+    for job_id in jobs["job_id"]:
+        logs = list((tmp_path / "out").glob(f"jobs/{job_id}/**/{STDOUT_NAME}"))
+        assert len(logs) == 1
+        recs = acs.kernel_records(acs.parse_file(logs[0]))
+        rows = df[df.job_id == job_id].sort_values("kernel_uid")
+        assert list(rows["cycles"]) == [r["cycles"] for r in recs]
+        assert list(rows["thread_instructions"]) == [r["thread_instructions"] for r in recs]
+        assert list(rows["l2_total_accesses"]) == [r["l2_total_accesses"] for r in recs]
+        assert (rows["cycles"] > 0).all()
+    # the same kernels in every job: their instruction counts cannot depend on the L2 size
     assert df.groupby("kernel_uid")["instructions"].nunique().eq(1).all()
-    assert list(h5store.read_jobs(path)["ok"]) == [True, True, True]
+    assert set(df["config"]) == {f"h100[l2_size={s}]" for s in ("25 MiB", "50 MiB", "100 MiB")}
 
 
 def test_cli_check_compat_and_run(fake_install, tmp_path, monkeypatch):
@@ -240,3 +257,72 @@ def test_configs_written_from_a_gpu_description(fake_install, tmp_path, monkeypa
     assert res.ok, res.reason
     assert (tmp_path / "job" / "gpgpusim.config").read_text().count("-gpgpu_n_mem ") == 1
     assert res.records[0]["config"] == "h100" and len(res.records[0]["config_hash"]) == 64
+
+
+def test_assertion_on_stderr_is_quoted(fake_install, tmp_path, monkeypatch):
+    """assert() writes to stderr: a real run's stdout then just stops mid-kernel."""
+    text = BASELINE_LOG.read_text()
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[: text.index("kernel_name = ")])
+    root, _ = fake_install
+    binary = root / "bin" / "release" / "accel-sim.out"
+    binary.write_text(FAKE.replace('echo "fake stderr line" >&2', 'echo "accel-sim.out: '
+                                   "shader.cc:3812: void barrier_set_t::deallocate_barrier("
+                                   "unsigned int): Assertion \\`active.any() == false' failed."
+                                   '" >&2'))
+    monkeypatch.setenv("FAKE_LOG", str(cut))
+    monkeypatch.setenv("FAKE_RC", "134")
+    traces = _traces(tmp_path, [SMALL])
+    res = AccelSimBackend().run(_job(tmp_path, traces, isa_compat="ampere",
+                                     header_overrides={"*": {"nregs": 32}}))
+    assert not res.ok
+    assert res.reason.startswith("simulator assertion failed")
+    assert "deallocate_barrier" in res.reason and "active.any() == false" in res.reason
+    assert [r["complete"] for r in res.records] == [False]
+
+
+def test_repaired_sample_and_accelsim_2x(fake_install, tmp_path, monkeypatch, repo_root):
+    """The repo's sample traces carry repaired headers (binary version 90): a 1.x install
+    refuses them without --isa-compat, a 2.x install takes them as they are; a 1.x install
+    converts Accel-Sim 2.x .tracez kernels with a traceDsm it finds."""
+    root, _ = fake_install
+    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    sample = repo_root / "traces" / "mamba1_torch_elementwise"
+    job = SimJob(job_id="s", trace_dir=sample, gpu=None, out_dir=tmp_path / "a",
+                 kernels=("kernel-35621.traceg.xz",), options={"config_dir": str(CONFIG_DIR)})
+    res = AccelSimBackend().run(job)
+    assert not res.ok and "binary version '90'" in res.reason
+    (root / "ISA_Def").mkdir()
+    (root / "ISA_Def" / "hopper_opcode.h").write_text("// map\n")
+    res = AccelSimBackend().run(job)
+    assert res.ok, res.reason
+    assert (tmp_path / "a" / "traces" / "kernel-35621.traceg.xz").is_symlink()
+    # .tracez through traceDsm (a stand-in that writes the text trace next to its input)
+    (root / "ISA_Def" / "hopper_opcode.h").unlink()
+    dsm = root / "bin" / "traceDsm"
+    dsm.write_text(f'#!/bin/sh\nxzcat {sample / "kernel-35621.traceg.xz"} > "${{1%.tracez}}.traceg"\n')
+    dsm.chmod(0o755)
+    tz = tmp_path / "tz"
+    tz.mkdir()
+    (tz / "kernel-1.tracez").write_bytes(b"binary")
+    (tz / "kernelslist.g").write_text("kernel-1.tracez\n")
+    res = AccelSimBackend().run(SimJob(job_id="z", trace_dir=tz, gpu=None, out_dir=tmp_path / "z",
+                                       options={"config_dir": str(CONFIG_DIR),
+                                                "isa_compat": "ampere"}))
+    assert res.ok, res.reason
+    assert (tmp_path / "z" / "traces" / "kernel-1.traceg").exists()
+    assert res.records[0]["accelsim_trace_file"] == "kernel-1.traceg"
+
+
+def test_header_overrides_without_isa_compat(fake_install, tmp_path, monkeypatch):
+    root, _ = fake_install
+    (root / "ISA_Def").mkdir()
+    (root / "ISA_Def" / "hopper_opcode.h").write_text("// map\n")  # 2.x: takes sm_90
+    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    traces = _traces(tmp_path, [SMALL])
+    res = AccelSimBackend().run(_job(tmp_path, traces, header_overrides={
+        "*": {"nregs": 32}, SMALL: {"binary_version": 90}}))
+    assert res.ok, res.reason
+    sent = (tmp_path / "job" / "sent.txt").read_text()
+    assert "-binary version = 90" in sent and "-nregs = 32" in sent
+    assert "isa_compat" not in res.provenance

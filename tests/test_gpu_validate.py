@@ -152,6 +152,7 @@ def test_fp16_must_share_the_sp_units_for_accelsim():
 
 def test_all_presets_pass_with_the_sample_trace_pipes(repo_root):
     used = pipes_used(repo_root / "traces" / "mamba1_selective_scan")
+    assert {"fp32", "int", "sfu", "lsu", "cbu", "uniform"} <= used
     for name in ("h100", "h100-vec2x", "h100-tv8", "h100-tv32", "h100-l2-25mb", "h100-66sm"):
         validate(load_gpu(name), accelsim=True, pipes_used=used)
 

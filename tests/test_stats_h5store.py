@@ -27,7 +27,8 @@ def _job(job_id: str, path) -> tuple[list[dict], dict]:
         r.update(job_id=job_id, backend="accelsim", config="h100-wip")
     job = {"job_id": job_id, "backend": "accelsim", "ok": parsed.ok, "reason": parsed.failure,
            "config": "h100-wip", "wall_s": 81.0, "n_kernels": len(recs),
-           "provenance": {"log": str(path.name), "unknown": parsed.n_unknown}}
+           "provenance": {"log": str(path.name), "unknown": parsed.n_unknown,
+                          "big": {f"kernel-{i}": list(range(20)) for i in range(1000)}}}
     return recs, job
 
 
@@ -52,6 +53,9 @@ def test_layout_and_attributes(results):
         assert f["jobs/ok"].dtype == bool
     attrs = h5store.read_attrs(path)
     assert attrs["sweep"] == "l2-size" and attrs["configs"] == ["a", "b"]
+    prov = h5store.read_provenance(path, "job-b")
+    assert prov["config"] == "h100-wip" and prov["log"] == TWO_CRASH.name
+    assert prov["unknown"] == 0 and len(prov["big"]) == 1000
 
 
 def test_records_round_trip(results):

@@ -147,6 +147,8 @@ def test_yaml_syntax_error_names_line(tmp_path):
     ("backends: sweep-noop", "backends: [sweep-noop, nonesuch]", "backends", "backends:"),
     (f'traces: "{TRACE}"\ngpu', 'traces: "/nonexistent/traces"\ngpu', "traces",
      "- traces: \"/nonexistent"),
+    ("kernels: [kernel-35636.traceg.xz]", "kernels: [selective_scan_fwd*]", "kernels",
+     "kernels: [selective"),
 ])
 def test_bad_values_found_when_planning_name_key_and_line(tmp_path, shared_data, old, new, key,
                                                           needle):
@@ -172,3 +174,12 @@ def test_cli_plan_prints_count_and_cost_or_key_and_line(tmp_path, shared_data, c
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert f"line {_line_of(GOOD, 'resources:')}" in err and "resources.gpus" in err
+
+
+def test_example_sweep_files_plan(repo_root, shared_data):
+    files = sorted((repo_root / "experiments").glob("*.yaml"))
+    assert any(f.name.startswith("example") for f in files)
+    for f in files:
+        plan = plan_sweep(load_sweep(f))
+        assert plan.jobs, f
+        assert all(j.trace_bytes > 0 for j in plan.jobs)

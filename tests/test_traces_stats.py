@@ -141,10 +141,11 @@ def test_cli_stats_table_csv_hdf5(tmp_path, scan_step):
     assert list(df["kernel_id"]) == [35621, 35622, 35637]
     cats = [c for c in df.columns if c.startswith("inst_") and not c.startswith("inst_pipe_")
             and c.count("_") == 1]
-    assert (df[cats].sum(axis=1) == df["warp_instructions"]).all()
+    assert (df[cats].sum(axis=1) == df["instructions"]).all()
+    assert list(df["grid"]) == ["1,1,1", "2,1,1", "1,1,1"]
     h5 = tmp_path / "stats.h5"
     res = runner.invoke(cli, ["traces", "stats", str(small), "--out", str(h5)])
     assert res.exit_code == 0, res.output
     back = read_stats_h5(h5)
     assert list(back.columns) == list(df.columns)
-    assert np.array_equal(back["warp_instructions"].to_numpy(), df["warp_instructions"].to_numpy())
+    assert np.array_equal(back["instructions"].to_numpy(), df["instructions"].to_numpy())

@@ -35,7 +35,8 @@ def test_shipped_samples(repo_root):
         assert report.ok, [str(p) for p in report.problems]
         for k in s.kernels:
             if kernels[k["kernel_id"]] is not None:
-                assert TraceSet(s.path).kernel(k["file"]).instruction_count() == kernels[k["kernel_id"]]
+                count = TraceSet(s.path).kernel(k["file"]).instruction_count()
+                assert count == kernels[k["kernel_id"]]
             total += k["stored_bytes"]
             assert (s.path / "repairs.json").is_file()
     assert total < 5_000_000  # samples stay small

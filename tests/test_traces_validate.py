@@ -42,10 +42,16 @@ def test_validate_structure_of_a_real_set(scan_step):
     declared = 0
     for kernel in TraceSet(scan_step).kernels():
         with lzma.open(kernel.path, "rt") as f:
-            declared += sum(int(m.group(1)) for m in map(re.compile(r"^insts = (\d+)").match, f) if m)
+            insts = map(re.compile(r"^insts = (\d+)").match, f)
+            declared += sum(int(m.group(1)) for m in insts if m)
     assert report.instructions == declared
     # structure is sound: only header problems
     assert {p.field for p in report.errors} <= {"nregs", "binary version", "shmem"}
+    # reduce_kernel's header says shmem 2048, but its shared accesses span 16 static +
+    # 2048 dynamic bytes past the 1 KiB reserve (the shipped copy says 2064)
+    too_small = [p for p in report.errors if "beyond shmem" in p.message]
+    assert [(p.path.name, p.line) for p in too_small] == [("kernel-35637.traceg.xz", 5)]
+    assert "up to byte 3088" in too_small[0].message
 
 
 def test_repair_from_sidecar_passes_validate(tmp_path, scan_step):
@@ -106,7 +112,7 @@ def test_repair_refuses_without_records_and_writes_nothing(tmp_path, scan_step):
     out = tmp_path / "fixed"
     with pytest.raises(InputError) as exc:
         repair_set(scan_step, out, [], binary_version=90, kernels=[35636])
-    assert "no launch record" in str(exc.value) and "kernel-35636" in str(exc.value)
+    assert "launch records missing" in str(exc.value) and "kernel-35636" in str(exc.value)
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
@@ -133,3 +139,37 @@ def test_structure_errors(tmp_path, scan_step):
     (tmp_path / "kernel-1.traceg").write_text(text.replace("insts = 49", "insts = 50"))
     problems = validate_set(tmp_path).errors
     assert any(p.field == "insts" and p.line == 24 for p in problems)
+
+
+def test_repair_refuses_a_shmem_the_trace_contradicts(tmp_path, scan_step):
+    from simfront.traces.repair import LaunchRecord
+
+    header = TraceSet(scan_step).kernel(35637).header
+    too_small = LaunchRecord(header.name, header.grid, header.block, regs=32, shmem=2048,
+                             kernel_id=35637, source="test")
+    with pytest.raises(InputError) as exc:
+        repair_set(scan_step, tmp_path / "out", [too_small], 90, kernels=[35637])
+    assert "beyond shmem 2048" in str(exc.value)
+    assert not (tmp_path / "out").exists()
+    right = LaunchRecord(header.name, header.grid, header.block, regs=32, shmem=2064,
+                         kernel_id=35637, source="test")
+    repair_set(scan_step, tmp_path / "out", [right], 90, kernels=[35637], xz_preset=0)
+    assert validate_set(tmp_path / "out").ok
+
+
+def test_sidecar_of_the_capture_stage(tmp_path):
+    # the capture stage's tracer writes shared memory in two parts and graph-capture records
+    lines = [
+        {"kernel_id": 7, "name": "_Z1kv", "grid": [2, 1, 1], "block": [64, 1, 1], "regs": 40,
+         "shmem_static": 16, "shmem_dynamic": 2048, "binary_version": 90},
+        {"kernel_id": 8, "name": "_Z1kv", "grid": [2, 1, 1], "block": [64, 1, 1], "regs": 40,
+         "shmem_static": 16, "shmem_dynamic": 0, "captured": True},
+    ]
+    p = tmp_path / "launches.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines) + "not json\n")
+    with pytest.raises(InputError) as exc:
+        load_sidecar(p)
+    assert exc.value.line == 3
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    recs = load_sidecar(p)
+    assert [(r.kernel_id, r.regs, r.shmem) for r in recs] == [(7, 40, 2064)]

@@ -102,7 +102,7 @@ def test_training_steps_reduce_loss_on_a_fixed_batch(name):
     losses = [float(wl.step()) for _ in range(4)]
     assert all(torch.isfinite(torch.tensor(losses)))
     assert losses[-1] < losses[0], losses
-    changed = sum(not torch.equal(a, b) for a, b in zip(before, wl.model.parameters()))
+    changed = sum(not torch.equal(a, b) for a, b in zip(before, wl.model.parameters(), strict=True))
     assert changed == len(before)           # every parameter gets a gradient and moves
     assert all(p.grad is None for p in wl.model.parameters())   # zero_grad(set_to_none)
 
@@ -119,13 +119,15 @@ def test_seeds_make_two_builds_identical(name):
     needs(name)
     a = build(name, "tiny", device="cpu", impl="reference", amp="none")
     b = build(name, "tiny", device="cpu", impl="reference", amp="none")
-    for (na, ta), (nb, tb) in zip(a.model.state_dict().items(), b.model.state_dict().items()):
+    sa, sb = a.model.state_dict(), b.model.state_dict()
+    for (na, ta), (nb, tb) in zip(sa.items(), sb.items(), strict=True):
         assert na == nb and torch.equal(ta, tb), na
     for k in a.batch:
         assert torch.equal(a.batch[k], b.batch[k])
     assert float(a.step()) == float(b.step())
     c = build(name, "tiny", device="cpu", impl="reference", overrides={"seed": 1})
-    assert any(not torch.equal(x, y) for x, y in zip(a.batch.values(), c.batch.values()))
+    assert any(not torch.equal(x, y)
+               for x, y in zip(a.batch.values(), c.batch.values(), strict=True))
 
 
 def test_window_brackets_one_steady_state_iteration():

@@ -192,7 +192,7 @@ def _main(src: str) -> None:
             la.float().square().mean().backward()
             lb.float().square().mean().backward()
             rel = max(((p.grad - q.grad).norm() / q.grad.norm().clamp_min(1e-12)).item()
-                      for p, q in zip(real.parameters(), wl.model.parameters()))
+                      for p, q in zip(real.parameters(), wl.model.parameters(), strict=True))
             out["forward"].append({"workload": name, "fused_add_norm": fused,
                                    "logit_diff": (la - lb).abs().max().item(),
                                    "grad_rel_diff": rel})

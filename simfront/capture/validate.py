@@ -138,8 +138,9 @@ def validate_trace_set(trace_dir: str | Path, tracer: str = "simfront",
                     f"(e.g. {', '.join(sorted({reference[j].key for j in m.only_b})[:5])})",
                     None, "kernels")
         if m.only_a:
-            rep.add("error", f"{len(m.only_a)} traced launches have no partner in the "
-                             f"reference")
+            rep.add("defect" if tracer == "accelsim" else "error",
+                    f"{len(m.only_a)} traced launches have no partner in the reference", None,
+                    "kernels")
         for i, j in m.pairs:
             x, y = launches[i], reference[j]
             if y.regs is not None and x.regs != y.regs:

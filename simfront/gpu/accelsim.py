@@ -548,7 +548,6 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
     try:
         n = int(need("gpgpu_num_sched_per_core"))
         threads, ws = _ints(need("gpgpu_shader_core_pipeline"))
-        sub = opts.get("gpgpu_sub_core_model", "0") == "1"
 
         def per_sub(option: str) -> int:
             return int(need(option)) // n
@@ -668,10 +667,7 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
             },
             "raw": dict(raw or {}),
         }
-        del sub
     except (ValueError, IndexError, KeyError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
         raise ConfigError(f"cannot read Accel-Sim options: {exc!r}", path=source) from exc
     return GPU.from_dict(data, source=source)
 

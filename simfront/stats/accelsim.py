@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+
 from simfront.errors import InputError
 
 # --------------------------------------------------------------------------- known shapes
@@ -62,7 +64,8 @@ _FAILURE_MARKERS = (
     ("unsupported binary version", "error"), ("GPGPU-Sim PTX: ERROR", "error"),
     ("undefined instruction", "error"), ("ERROR", "error"),
 )
-_KIND_PRIORITY = {"deadlock": 0, "assertion": 1, "crash": 2, "error": 3}
+_KIND_PRIORITY = {"deadlock": 0, "assertion": 1, "crash": 2, "error": 3, "limit": 4,
+                  "truncated": 5}
 
 # Counters that are the kernel's own even in a multi-kernel run.
 _PER_KERNEL = frozenset({
@@ -89,6 +92,8 @@ class KernelBlock:
     stream_keys: set[str] = field(default_factory=set)
     first_line: int = 0
     last_line: int = 0
+    #: printed when a -gpgpu_max_* limit stopped the kernel: not a result
+    cut_off: bool = False
 
 
 @dataclass
@@ -261,8 +266,6 @@ def _sum_dram_region(text: str, values: dict[str, float]) -> None:
     keys = [k for k, _ in pairs[:per]]
     if per and len(pairs) == per * n_channels and [k for k, _ in pairs] == keys * n_channels:
         # every channel printed the same counters in the same order: sum column-wise
-        import numpy as np
-
         sums = np.array([x for _, x in pairs], dtype=np.int64).reshape(n_channels, per).sum(0)
         for k, x in zip(keys, sums.tolist()):
             acc[k] = acc.get(k, 0) + x
@@ -304,6 +307,7 @@ def parse_log(text: str) -> ParsedLog:
     versions: dict[str, str] = {}
     unknown: Counter = Counter()
     exited = False
+    limit_hit: str | None = None
     pending = LaunchInfo()
     block: KernelBlock | None = None
     dram_ch = False  # inside a per-channel DRAM block
@@ -482,6 +486,9 @@ def parse_log(text: str) -> ParsedLog:
         if "exit detected" in line:
             exited = True
             continue
+        if line.startswith("GPGPU-Sim: ** break due to reaching the maximum"):
+            limit_hit = line.strip()
+            continue
         if line.startswith(outside_known) or _TIMING_RE.match(line):
             continue
         if any(m in line for m, _ in _FAILURE_MARKERS):
@@ -494,9 +501,24 @@ def parse_log(text: str) -> ParsedLog:
 
     tail = [ln for ln in lines[-60:] if ln.strip()][-12:]
     failure, kind = _failure(lines, exited, blocks, launches)
+    if limit_hit and failure is None:
+        # -gpgpu_max_cycle/-insn/-cta stopped the run: the last block is a cut-off kernel's.
+        failure, kind = f"simulator stopped at its limit: {limit_hit}", "limit"
+        if blocks:
+            blocks[-1].cut_off = True
     return ParsedLog(blocks=blocks, launches=launches, options=options, versions=versions,
                      exited=exited, failure=failure, failure_kind=kind, unknown=unknown,
                      n_lines=len(lines), tail=tail)
+
+
+def failure_reason(stdout_tail: list[str], exited: bool,
+                   stderr_tail: list[str] | None = None) -> tuple[str | None, str | None]:
+    """Why a run failed, quoting the simulator's own lines, and the kind of failure
+    (assertion, deadlock, crash, error, truncated); (None, None) for a normal end.
+
+    ``stderr_tail`` matters when stdout and stderr were kept apart: ``assert()`` writes its
+    message to stderr, while GPGPU-Sim's own ERROR and DEADLOCK reports go to stdout."""
+    return _failure(list(stdout_tail) + list(stderr_tail or []), exited, [], [])
 
 
 def _failure(lines: list[str], exited: bool, blocks: list[KernelBlock],
@@ -556,6 +578,8 @@ def kernel_records(parsed: ParsedLog) -> list[dict[str, Any]]:
     by_uid = {ln.uid: ln for ln in parsed.launches if ln.uid is not None}
 
     for b in parsed.blocks:
+        if b.cut_off:
+            continue  # a cut-off kernel is listed below as launched but incomplete
         cur = b.values
         ps = prev_stream.get(b.stream_id, {})
         per: dict[str, float] = {}
@@ -571,7 +595,7 @@ def kernel_records(parsed: ParsedLog) -> list[dict[str, Any]]:
         rec = _record(b, per, launch, core_mhz, atom)
         records.append(rec)
 
-    done = {b.uid for b in parsed.blocks}
+    done = {b.uid for b in parsed.blocks if not b.cut_off}
     for ln in parsed.launches:
         if ln.uid is not None and ln.uid not in done:
             records.append({"kernel_uid": ln.uid, "kernel_name": ln.name,

@@ -80,6 +80,7 @@ def write_results(path: str | Path, records: list[dict[str, Any]], jobs: list[di
                 f.attrs[key] = _attr_value(value)
             _write_table(f.create_group("records"), records, schema.BY_NAME)
             _write_table(f.create_group("jobs"), jobs, _JOB_BY_NAME)
+            _write_provenance(f.create_group("provenance"), jobs)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -103,6 +104,63 @@ def append_results(path: str | Path, records: list[dict[str, Any]], jobs: list[d
               if k not in ("format", "format_version", "created_utc", "simfront_version")}
     merged.update(attrs or {})
     return write_results(path, old_records + list(records), old_jobs + list(jobs), merged)
+
+
+_PROVENANCE_KEYS = ("backend", "backend_version", "config", "config_hash", "workload",
+                    "trace_hash", "params")
+
+
+def _write_provenance(group: h5py.Group, jobs: list[dict[str, Any]]) -> None:
+    """One subgroup per job whose attributes say what produced it (job, config, traces).
+
+    The same facts are columns of /jobs; here they are attributes, so that h5dump/HDFView
+    show a job's provenance, and the nested ``provenance`` dict is spread one key each."""
+    for job in jobs:
+        jid = str(job.get("job_id", ""))
+        if not jid or jid in group:
+            continue
+        g = group.create_group(jid.replace("/", "_"))
+        for k in _PROVENANCE_KEYS:
+            if not _missing(job.get(k)):
+                g.attrs[k] = _attr_value(job[k])
+        prov = job.get("provenance")
+        if isinstance(prov, str):
+            try:
+                prov = json.loads(prov)
+            except ValueError:
+                prov = {"text": prov}
+        for k, v in (prov or {}).items():
+            value = _attr_value(v)
+            if isinstance(value, str) and len(value) > 16_000:
+                # HDF5 keeps attributes in the object header (64 KiB in all): big ones
+                # (an isa-compat report of many kernels) become string datasets
+                g.create_dataset(str(k), data=value, dtype=_STR)
+            else:
+                g.attrs[str(k)] = value
+
+
+def read_provenance(path: str | Path, job_id: str) -> dict[str, Any]:
+    """The provenance attributes of one job (JSON values decoded)."""
+    with _open(path) as f:
+        if "provenance" not in f or job_id not in f["provenance"]:
+            raise InputError(f"no provenance for job '{job_id}'", path)
+        g = f["provenance"][job_id]
+        out = {k: _decode_attr(v) for k, v in g.attrs.items()}
+        out.update({k: _decode_attr(g[k].asstr()[()]) for k in g})
+        return out
+
+
+def _decode_attr(v: Any) -> Any:
+    if isinstance(v, bytes):
+        v = v.decode()
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, str) and (v[:1] in "[{" or v == "null"):
+        try:
+            return json.loads(v)
+        except ValueError:
+            pass
+    return v
 
 
 def _attr_value(value: Any) -> Any:
@@ -253,19 +311,7 @@ def read_jobs(path: str | Path) -> pd.DataFrame:
 def read_attrs(path: str | Path) -> dict[str, Any]:
     """The file's attributes; JSON-encoded values are decoded."""
     with _open(path) as f:
-        out: dict[str, Any] = {}
-        for k, v in f.attrs.items():
-            if isinstance(v, bytes):
-                v = v.decode()
-            if isinstance(v, np.generic):
-                v = v.item()
-            if isinstance(v, str) and v[:1] in "[{" or v == "null":
-                try:
-                    v = json.loads(v)
-                except ValueError:
-                    pass
-            out[k] = v
-        return out
+        return {k: _decode_attr(v) for k, v in f.attrs.items()}
 
 
 def column_info(path: str | Path, table: str = "records") -> pd.DataFrame:

@@ -114,6 +114,8 @@ class BatchExecutor(Executor):
 
     def _submit(self, claims: list[Claim]) -> dict[str, str]:
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        per = self.settings.jobs_per_task
+        n_tasks = -(-len(claims) // per)
         bdir = self.sweep_dir / "batches"
         for c in claims:
             write_job_file(self.sweep_dir, c.spec)
@@ -121,8 +123,8 @@ class BatchExecutor(Executor):
         manifest.write_text("".join(f"{c.job_id} {c.attempt}\n" for c in claims))
         log = str(self.sweep_dir / "logs" / f"{name}_%a.out")
         script = bdir / f"{name}.sh"
-        script.write_text(self._script(name, len(claims), log, manifest))
-        self.store.add_batch(name, self.name, len(claims))
+        script.write_text(self._script(name, n_tasks, log, manifest))
+        self.store.add_batch(name, self.name, n_tasks)
         cmd = self.submit_command(script)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -139,20 +141,23 @@ class BatchExecutor(Executor):
         now = time.time()
         refs = {}
         for i, c in enumerate(claims):
-            self._tasks[c.job_id] = _Task(c.job_id, c.attempt, name, i, now)
-            refs[c.job_id] = f"{name}:{i}"
+            self._tasks[c.job_id] = _Task(c.job_id, c.attempt, name, i // per, now)
+            refs[c.job_id] = f"{name}:{i // per}"
         self._wait = 0.25
         return refs
 
     def _script(self, name: str, n: int, log: str, manifest: Path) -> str:
         q = shlex.quote
         pkg_parent = str(PACKAGE_DIR.parent)
+        per = self.settings.jobs_per_task
         lines = ["#!/bin/bash", *self.script_header(name, n, log),
-                 f"# simfront sweep '{self.sweep_name}', batch {name}: {n} tasks, listed in",
-                 f"# {manifest} (line i = job id and attempt of task i).",
+                 f"# simfront sweep '{self.sweep_name}', batch {name}: {n} tasks of {per} "
+                 f"job(s), listed in",
+                 f"# {manifest} (line j = job id and attempt; task i runs lines "
+                 f"i*{per} .. i*{per}+{per - 1}).",
                  f"export PYTHONPATH={q(pkg_parent)}${{PYTHONPATH:+:$PYTHONPATH}}",
                  f"exec {q(sys.executable)} -m simfront.sweep.worker --sweep-dir "
-                 f"{q(str(self.sweep_dir))} --manifest {q(str(manifest))} "
+                 f"{q(str(self.sweep_dir))} --manifest {q(str(manifest))} --per-task {per} "
                  f"--index \"${self.index_var}\"", ""]
         return "\n".join(lines)
 
@@ -166,6 +171,7 @@ class BatchExecutor(Executor):
         ids = sorted({i for i in (self._batch_ids.get(t.batch) for t in self._tasks.values()) if i})
         live = self.live_tasks(ids) if ids else {}
         outcomes, lost = [], []
+        ended: list[_Task] = []
         for job_id, t in list(self._tasks.items()):
             r = read_json(job_dir(self.sweep_dir, job_id) / "result.json")
             if r is not None and (r.get("ok") or r.get("attempt") == t.attempt):
@@ -175,8 +181,24 @@ class BatchExecutor(Executor):
             ext = self._batch_ids.get(t.batch)
             if live is None or ext is None or (ext, t.index) in live:
                 continue
-            end = self.task_end(ext, t.index)
-            del self._tasks[job_id]
+            ended.append(t)
+        # A task of several jobs that died took the job it was running with it; the jobs it
+        # never started are given back uncounted, unless it started none (then it is the
+        # task that fails, e.g. a broken environment, and every job's attempt counts).
+        started = {t.job_id for t in ended if self._started(t)}
+        tasks_with_start = {(t.batch, t.index) for t in ended if t.job_id in started}
+        ends: dict[tuple[str, int], TaskEnd | None] = {}
+        for t in ended:
+            del self._tasks[t.job_id]
+            if t.job_id not in started and (t.batch, t.index) in tasks_with_start:
+                lost.append((t.job_id, t.attempt))
+                continue
+            ext = self._batch_ids[t.batch]
+            key = (t.batch, t.index)
+            if key not in ends:
+                ends[key] = self.task_end(ext, t.index)
+            end = ends[key]
+            job_id = t.job_id
             if end is None:
                 reason = f"{self.name} task {ext}_{t.index} left the queue without a result"
                 outcomes.append(Outcome(job_id, t.attempt, ok=False, reason=reason))
@@ -191,6 +213,10 @@ class BatchExecutor(Executor):
                 outcomes.append(Outcome(job_id, t.attempt, ok=False, exit_code=end.exit_code,
                                         reason=reason))
         return outcomes, lost
+
+    def _started(self, t: _Task) -> bool:
+        st = read_json(job_dir(self.sweep_dir, t.job_id) / "status.json")
+        return st is not None and st.get("attempt") == t.attempt
 
     def adopt(self, rows: list[sqlite3.Row]) -> tuple[list[Outcome], list[tuple[str, int]]]:
         batches = self.store.batches()

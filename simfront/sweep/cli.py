@@ -79,11 +79,13 @@ def run_cmd(sweep: Path, directory: Path | None, executor: str | None, no_wait: 
 def status_cmd(sweep: Path, directory: Path | None, show_jobs: bool, failed: bool) -> None:
     """Counts per state (and per job with --jobs) from the job store."""
     s = Sweep.open(sweep, directory)
+    pid = s.driver_pid()
+    if pid is None:
+        s.refresh()  # outcomes written while no driver watched
     df = s.status()
     c = s.store.counts()
     click.echo(f"sweep '{s.spec.name}' ({s.directory}): {len(df)} jobs: " +
                ", ".join(f"{k} {v}" for k, v in c.items()))
-    pid = s.driver_pid()
     click.echo(f"driver: pid {pid}" if pid else "driver: none running")
     if s.results_path.exists():
         click.echo(f"results: {s.results_path}")

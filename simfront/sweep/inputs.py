@@ -6,6 +6,7 @@ trace store, ``simfront.gpu`` or the backend registry are laid out.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import importlib.util
 import os
@@ -108,6 +109,49 @@ def _manifest_hashes(path: Path) -> dict[str, str] | None:
     return {"set_sha256": h} if isinstance(h, str) and h else None
 
 
+_KERNEL_CACHE: dict[tuple, list[tuple[str, str, int]]] = {}
+
+
+def kernel_files(path: Path) -> list[tuple[str, str, int]]:
+    """(file name, kernel name, stored bytes) of every kernel launch of a trace set, from
+    the store's manifest when there is one, else from the trace headers."""
+    key = (str(path), (path / "kernelslist.g").stat().st_mtime_ns
+           if (path / "kernelslist.g").exists() else 0)
+    if key in _KERNEL_CACHE:
+        return _KERNEL_CACHE[key]
+    out: list[tuple[str, str, int]] | None = None
+    try:
+        from simfront.traces.store import MANIFEST_NAMES, read_manifest
+        if any((path / n).is_file() for n in MANIFEST_NAMES):
+            m = read_manifest(path)
+            out = [(k["file"], k.get("name", ""), int(k.get("stored_bytes") or 0))
+                   for k in m.get("kernels", [])]
+    except (ImportError, SimfrontError, OSError, KeyError, ValueError):
+        out = None
+    if not out:
+        from simfront.traces.reader import TraceSet
+        out = [(k.path.name, k.header.name, k.path.stat().st_size)
+               for k in TraceSet(path).kernels()]
+    _KERNEL_CACHE[key] = out
+    return out
+
+
+def select_kernels(files: list[tuple[str, str, int]],
+                   patterns: tuple[str, ...] | None) -> list[tuple[str, str, int]]:
+    """The launches a ``kernels:`` filter selects: a trace file name or its stem
+    (``kernel-35636``), or an fnmatch pattern on the file name or the (mangled) kernel name
+    (the backends' rule, :class:`simfront.sim.backend.SimJob`)."""
+    if not patterns:
+        return list(files)
+    out = []
+    for f, name, size in files:
+        stem = f.split(".")[0]
+        if any(f == p or stem == p or fnmatch.fnmatchcase(f, p) or fnmatch.fnmatchcase(name, p)
+               for p in patterns):
+            out.append((f, name, size))
+    return out
+
+
 # --------------------------------------------------------------------------- GPUs
 
 
@@ -135,6 +179,7 @@ class _GPUApi:
         self.with_variants = find("with_variants")
         self.variant_params = find("VARIANT_PARAMS")
         self.config_hash = find("config_hash") or (lambda gpu: sha256_json(gpu.to_dict()))
+        self.validate = find("validate")
         if self.load_gpu is None:
             raise SweepError("GPU descriptions are not available (simfront.gpu has no "
                              "load_gpu)")
@@ -155,15 +200,24 @@ def variant_params() -> tuple[str, ...]:
     return tuple(params) if params is not None else ()
 
 
-def build_gpu(base: str, params: dict[str, Any]) -> Any:
-    """``with_variants(load_gpu(base), **params)``; the caller turns errors into SweepErrors."""
+_BASES: dict[str, Any] = {}
+
+
+def build_gpu(base: str, params: dict[str, Any], validate: bool = True) -> Any:
+    """``with_variants(load_gpu(base), **params)``, validated; the caller turns errors into
+    SweepErrors. Bases are loaded once per process (descriptions are frozen)."""
     mod = _gpu_module()
-    gpu = mod.load_gpu(base)
-    if not params:
-        return gpu
-    if mod.with_variants is None:
-        raise SweepError("GPU variants are not available (simfront.gpu has no with_variants)")
-    return mod.with_variants(gpu, **params)
+    gpu = _BASES.get(base)
+    if gpu is None:
+        gpu = _BASES[base] = mod.load_gpu(base)
+    if params:
+        if mod.with_variants is None:
+            raise SweepError("GPU variants are not available (simfront.gpu has no "
+                             "with_variants)")
+        gpu = mod.with_variants(gpu, **params)
+    if validate and mod.validate is not None:
+        mod.validate(gpu)
+    return gpu
 
 
 def gpu_identity(gpu: Any, base: str, params: dict[str, Any]) -> tuple[str, str]:

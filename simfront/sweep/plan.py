@@ -19,7 +19,7 @@ from simfront.sweep.spec import SweepSpec
 
 #: Assumed simulation rate per backend (seconds per MB of compressed trace) until finished
 #: jobs in the store give a measured one. Rough, and said to be so where printed.
-DEFAULT_S_PER_MB = {"model": 20.0, "accelsim": 3000.0}
+DEFAULT_S_PER_MB = {"model": 60.0, "accelsim": 3000.0}
 _FALLBACK_S_PER_MB = 60.0
 
 
@@ -100,7 +100,23 @@ def plan_sweep(spec: SweepSpec) -> Plan:
             path = inputs.resolve_traces(w.traces, base_dir)
         except FileNotFoundError as exc:
             raise SweepError(str(exc), spec.path, w.line, "traces") from None
-        traces.append((w, inputs.trace_info(path)))
+        info = inputs.trace_info(path)
+        n_bytes = info.n_bytes
+        if w.kernels:
+            try:
+                chosen = inputs.select_kernels(inputs.kernel_files(path), w.kernels)
+            except (SimfrontError, OSError) as exc:
+                raise SweepError(f"cannot list the kernels of {path}: {exc}", spec.path,
+                                 w.line, "kernels") from None
+            if not chosen:
+                raise SweepError(f"selects no kernel of {path} (kernel names are mangled: "
+                                 f"'*selective_scan_fwd*' matches '_Z25selective_scan_fwd_"
+                                 f"kernel...'; trace file names such as "
+                                 f"'kernel-35636.traceg.xz' work too)", spec.path,
+                                 spec.line_of(f"workloads[{spec.workloads.index(w)}].kernels")
+                                 or w.line, "kernels")
+            n_bytes = sum(size for _, _, size in chosen)
+        traces.append((w, info, n_bytes))
 
     gpus = _gpus(spec)
     backends = []
@@ -115,7 +131,7 @@ def plan_sweep(spec: SweepSpec) -> Plan:
     jobs: list[JobSpec] = []
     seen: set[str] = set()
     duplicates = 0
-    for (w, info), (params, config, chash), (bname, bver) in itertools.product(
+    for (w, info, n_bytes), (params, config, chash), (bname, bver) in itertools.product(
             traces, gpus, backends):
         jid = job_id_for(info.content_hash, w.kernels, chash, bname, bver, spec.options)
         if jid in seen:
@@ -123,7 +139,7 @@ def plan_sweep(spec: SweepSpec) -> Plan:
             continue
         seen.add(jid)
         jobs.append(JobSpec(job_id=jid, workload=w.name, trace_dir=str(info.path),
-                            trace_hash=info.content_hash, trace_bytes=info.n_bytes,
+                            trace_hash=info.content_hash, trace_bytes=n_bytes,
                             kernels=w.kernels, base_gpu=spec.base_gpu, params=params,
                             config=config, config_hash=chash, backend=bname,
                             backend_version=bver, options=dict(spec.options),
@@ -149,9 +165,12 @@ def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], str, str]]:
                 raise SweepError(f"'{n}' is not a GPU variant parameter; choose from: "
                                  f"{', '.join(sorted(known))}", spec.path,
                                  spec.line_of(f"{key}.{n}"), f"{key}.{n}")
-    for a in spec.axes:  # each value alone on top of the fixed ones
+    # Each axis's values, the other axes at their first value: a bad value is then blamed
+    # on its own axis (parameters may depend on each other, so none is tried alone).
+    first = {a.name: a.values[0] for a in spec.axes}
+    for a in spec.axes:
         for v in a.values:
-            _build(spec, {**spec.fixed, a.name: v}, f"gpu.axes.{a.name}")
+            _build(spec, {**spec.fixed, **first, a.name: v}, f"gpu.axes.{a.name}")
     out = []
     for params in variant_points(spec):
         gpu = _build(spec, params, "gpu.axes" if spec.axes else "gpu.set")

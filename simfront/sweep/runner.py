@@ -104,8 +104,16 @@ class Sweep:
         t0 = time.time()
         with self._driver_lock():
             sync = self.sync()
-            ex = make_executor(executor or self.spec.executor.kind, self.directory, self.store,
-                               self.spec.executor, self.spec.resources, self.spec.name)
+            kind = executor or self.spec.executor.kind
+            self.refresh()
+            others = sorted({r["executor"] for r in self.store.running()} - {kind})
+            if others:
+                raise SweepError(f"jobs of this sweep are still running under the "
+                                 f"'{others[0]}' executor; follow them with 'simfront sweep "
+                                 f"run --executor {others[0]}' or stop them with 'simfront "
+                                 f"sweep cancel'", self.directory)
+            ex = make_executor(kind, self.directory, self.store, self.spec.executor,
+                               self.spec.resources, self.spec.name)
             summary = drive(self.store, ex, progress=progress, wait=wait)
             summary.sync = sync
             if gather_results:
@@ -151,6 +159,24 @@ class Sweep:
         return None
 
     # ------------------------------------------------------------------ other actions
+
+    def refresh(self) -> int:
+        """Apply outcomes that workers wrote while no driver watched (``run --no-wait``, a
+        killed driver); returns how many. Lost tasks are found only by ``run``."""
+        from simfront.sweep.worker import job_dir, read_json
+
+        if not self.store.path.exists():
+            return 0
+        outs = []
+        for r in self.store.running():
+            res = read_json(job_dir(self.directory, r["job_id"]) / "result.json")
+            if res is not None and (res.get("ok") or res.get("attempt") == r["attempts"]):
+                outs.append(Outcome(r["job_id"], r["attempts"], ok=bool(res.get("ok")),
+                                    exit_code=res.get("exit_code"), reason=res.get("reason"),
+                                    host=res.get("host"), started_at=res.get("started_at"),
+                                    finished_at=res.get("finished_at"),
+                                    wall_s=res.get("wall_s")))
+        return len(self.store.finish(outs)) if outs else 0
 
     def gather(self, out: str | Path | None = None) -> Path:
         return gather(self.directory, self.store, self.spec.name, out)

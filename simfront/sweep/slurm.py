@@ -19,7 +19,8 @@ class SlurmExecutor(BatchExecutor):
 
     def script_header(self, name: str, n_tasks: int, log_pattern: str) -> list[str]:
         r, s = self.resources, self.settings
-        minutes = max(1, math.ceil(r.time_s / 60))
+        # The time limit is per job; a task runs jobs_per_task of them in turn.
+        minutes = max(1, math.ceil(r.time_s * s.jobs_per_task / 60))
         array = f"0-{n_tasks - 1}" + (f"%{s.parallel}" if s.parallel else "")
         lines = [f"#SBATCH --job-name={self.job_name(name)}",
                  f"#SBATCH --array={array}",

@@ -8,6 +8,7 @@ key and its line. Expanding the spec into jobs is :mod:`simfront.sweep.plan`'s w
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,7 @@ class ExecutorSettings:
     partition: str | None = None
     chunk: int = 1000                   # jobs per `sbatch --array`
     parallel: int | None = None         # at most this many tasks of an array at once (%N)
+    jobs_per_task: int = 1              # jobs run one after another by one array task
     extra_args: tuple[str, ...] = ()    # more sbatch options, passed as given
 
 
@@ -92,7 +94,7 @@ _WORKLOAD = {"name", "traces", "kernels"}
 _GPU = {"base", "set", "axes", "combine"}
 _RESOURCES = {"cpus", "mem", "time"}
 _EXECUTOR = {"kind", "workers", "max_attempts", "backoff", "poll", "imports", "slurm"}
-_SLURM = {"partition", "chunk", "parallel", "extra_args"}
+_SLURM = {"partition", "chunk", "parallel", "jobs_per_task", "extra_args"}
 _RANGE = {"start", "stop", "step", "factor"}
 
 
@@ -326,7 +328,7 @@ def _resources(ctx: _Ctx, top: LineDict) -> Resources:
                       m.line_of("cpus"))
     mem = parse_mem(m.get("mem", "2G"), ctx, m.line_of("mem"))
     time_s = parse_duration(m.get("time", "1h"), ctx, "resources.time", m.line_of("time"))
-    return Resources(cpus=cpus, mem_mb=mem, time_s=time_s)
+    return Resources(cpus=cpus, mem_mb=mem, time_s=max(1, math.ceil(time_s)))
 
 
 def _executor(ctx: _Ctx, top: LineDict) -> ExecutorSettings:
@@ -370,6 +372,9 @@ def _executor(ctx: _Ctx, top: LineDict) -> ExecutorSettings:
             kw["chunk"] = _positive_int(ctx, s, "chunk", "executor.slurm.chunk")
         if "parallel" in s:
             kw["parallel"] = _positive_int(ctx, s, "parallel", "executor.slurm.parallel")
+        if "jobs_per_task" in s:
+            kw["jobs_per_task"] = _positive_int(ctx, s, "jobs_per_task",
+                                                "executor.slurm.jobs_per_task")
         if "extra_args" in s:
             extra = s["extra_args"]
             extra = [extra] if isinstance(extra, str) else extra

@@ -4,7 +4,9 @@ Every executor ends up here, in a pool process (local) or as an array task
 (``python -m simfront.sweep.worker --sweep-dir D --manifest M --index I``). A job lives in
 ``<sweep dir>/jobs/<job id>/``: ``job.json`` (what to run, written by the driver),
 ``status.json`` (this attempt started: host, pid, time), ``result.json`` (the outcome and
-per-kernel records: the commit point) and ``out/`` (the backend's files).
+per-kernel records: the commit point) and ``out/`` (the backend's files). Every backend run
+also appends one line to ``<sweep dir>/runs.log``: the audit trail that shows each job ran
+once.
 
 Exactly once: the worker holds an exclusive lock on the job's ``lock`` file while it runs,
 and a job whose ``result.json`` says ok is never run again, whoever asks. So a driver that
@@ -173,13 +175,14 @@ def _execute(spec: JobSpec, d: Path) -> dict[str, Any]:
 
 
 def _identify(record: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
-    """Fill the identity columns a backend may leave to us."""
-    for key, value in (("job_id", spec.job_id), ("backend", spec.backend),
-                       ("backend_version", spec.backend_version), ("config", spec.config),
-                       ("config_hash", spec.config_hash), ("workload", spec.workload),
-                       ("trace_hash", spec.trace_hash)):
-        if record.get(key) in (None, ""):
-            record[key] = value
+    """The job's identity on every record: the sweep knows what the job is (its workload
+    label, config name and hashes), so these columns agree with the jobs table. A backend's
+    per-kernel trace hash is kept; the set's hash fills it where missing."""
+    record.update(job_id=spec.job_id, backend=spec.backend,
+                  backend_version=spec.backend_version, config=spec.config,
+                  config_hash=spec.config_hash, workload=spec.workload)
+    if record.get("trace_hash") in (None, ""):
+        record["trace_hash"] = spec.trace_hash
     return record
 
 
@@ -202,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--manifest", type=Path, help="batch manifest; the task is --index")
     p.add_argument("--attempt", type=int, default=1)
     p.add_argument("--index", type=int, help="array task index (default $SLURM_ARRAY_TASK_ID)")
+    p.add_argument("--per-task", type=int, default=1,
+                   help="jobs per array task: task i runs manifest lines i*N .. i*N+N-1")
     a = p.parse_args(argv)
     if a.manifest is not None:
         index = a.index
@@ -211,16 +216,20 @@ def main(argv: list[str] | None = None) -> int:
                 p.error("--index is required outside an array job")
             index = int(env)
         entries = read_manifest(a.manifest)
-        if not 0 <= index < len(entries):
-            print(f"error: task {index} not in {a.manifest} ({len(entries)} tasks)", file=sys.stderr)
+        mine = entries[index * a.per_task:(index + 1) * a.per_task]
+        if index < 0 or not mine:
+            print(f"error: task {index} not in {a.manifest} ({len(entries)} jobs, "
+                  f"{a.per_task} per task)", file=sys.stderr)
             return 2
-        job_id, attempt = entries[index]
     else:
-        job_id, attempt = a.job, a.attempt
-    out = run_job(a.sweep_dir, job_id, attempt)
-    print(json.dumps({k: out.get(k) for k in ("job_id", "attempt", "ok", "reason", "reused",
-                                              "wall_s", "n_records")}))
-    return 0 if out["ok"] else 1
+        mine = [(a.job, a.attempt)]
+    all_ok = True
+    for job_id, attempt in mine:
+        out = run_job(a.sweep_dir, job_id, attempt)
+        all_ok &= bool(out["ok"])
+        print(json.dumps({k: out.get(k) for k in ("job_id", "attempt", "ok", "reason", "reused",
+                                                  "wall_s", "n_records")}), flush=True)
+    return 0 if all_ok else 1
 
 
 if __name__ == "__main__":

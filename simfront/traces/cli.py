@@ -104,7 +104,8 @@ def validate_cmd(directory: str, root: str | None, headers_only: bool, max_probl
 
 @traces.command("repair")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--out", required=True, type=click.Path(), help="Directory for the corrected copy (must not exist).")
+@click.option("--out", required=True, type=click.Path(),
+              help="Directory for the corrected copy (must not exist).")
 @click.option("--launches", type=click.Path(exists=True, dir_okay=False),
               help="Launch records, JSON lines (kernel_id, name, grid, block, regs, shmem).")
 @click.option("--ncu", type=click.Path(exists=True, dir_okay=False),

@@ -6,8 +6,9 @@ true values come from a launch record:
 - a **sidecar** JSON-lines file (one object per launch, as the capture stage's tracer
   writes it): ``{"kernel_id": 35636, "name": "_Z25...", "grid": [1,128,1],
   "block": [32,1,1], "regs": 93, "shmem": 4192, "binary_version": 90, "source": "..."}``
-  (``binary_version`` and ``source`` optional); matched by kernel id, else by name, grid
-  and block;
+  (``binary_version`` and ``source`` optional; ``shmem_static`` + ``shmem_dynamic`` stand
+  for ``shmem``; records with ``"captured": true``, made while a CUDA graph was captured,
+  are skipped); matched by kernel id, else by name, grid and block;
 - **ncu** CSV rows (``launch__registers_per_thread``, static + dynamic shared memory),
   matched by kernel name (demangled and normalised), grid and block;
 - the binary version from the capture GPU (``--binary-version 90`` for sm_90), or the
@@ -104,13 +105,20 @@ def load_sidecar(path: str | Path) -> list[LaunchRecord]:
             except (TypeError, ValueError):
                 raise InputError(f"'{v}' is not an integer", path, lineno, key) from None
 
+        if obj.get("captured"):
+            continue  # a launch recorded while a CUDA graph was captured: it runs later
+        shmem = opt_int("shmem")
+        if shmem is None and obj.get("shmem_static") is not None:
+            # the capture stage's tracer records the two parts separately
+            shmem = opt_int("shmem_static") + (opt_int("shmem_dynamic") or 0)
         records.append(LaunchRecord(
             name=str(obj["name"]), grid=_dims(obj["grid"], "grid", path, lineno),
             block=_dims(obj["block"], "block", path, lineno),
             regs=opt_int("regs") if "regs" in obj else opt_int("nregs"),
-            shmem=opt_int("shmem"), binary_version=opt_int("binary_version"),
+            shmem=shmem, binary_version=opt_int("binary_version"),
             kernel_id=opt_int("kernel_id"),
-            source=str(obj.get("source", f"sidecar {path.name}:{lineno}"))))
+            source=str(obj.get("source", f"sidecar {path.name}:{lineno}")),
+            shmem_dynamic=opt_int("shmem_dynamic")))
     return records
 
 
@@ -211,9 +219,9 @@ class Match:
 def match_record(header: KernelHeader, records: list[LaunchRecord]) -> Match | None:
     """The launch record of a kernel: by kernel id, else exact (normalised) name with grid
     and block when every such record agrees on the values, else the name alone for the
-    per-function value (registers only). None when nothing matches or candidates disagree. A match on the base
-    name alone is never accepted: template instances of one function differ in
-    registers."""
+    per-function value (registers only). None when nothing matches or candidates disagree.
+    A match on the base name alone is never accepted: template instances of one function
+    differ in registers."""
     by_id = [r for r in records if r.kernel_id is not None and r.kernel_id == header.kernel_id]
     same_shape = [r for r in records if r.grid == header.grid and r.block == header.block]
     if by_id:
@@ -361,21 +369,26 @@ def repair_set(src: str | Path, out: str | Path, records: list[LaunchRecord] | N
         new_header, changes = repaired_header(header, match, binary_version, path)
         problems = [p for p in header_problems(new_header, path) if p.severity == "error"]
         if problems:
+            what = (f"{ref.file} ({base_name(header.name)}, grid {header.grid}, "
+                    f"block {header.block})")
             if match is None and any(p.field in ("nregs", "shmem") for p in problems):
-                unmatched.append(f"{ref.file} ({base_name(header.name)}, grid {header.grid}, "
-                                 f"block {header.block})")
+                unmatched.append(what)
+            elif match is not None and match.record.shmem is None and \
+                    any(p.field == "shmem" for p in problems):
+                unmatched.append(f"{what}: {match.how}, but no record gives this launch's "
+                                 "shared memory")
             still_bad.extend(str(p) for p in problems)
         plans.append((ref, header, new_header, changes, match))
     if not unmatched and not still_bad and check_body:
         # a body the reader cannot read would be copied as it is: refuse it here, naming
         # the source file and line, before anything is written
-        for ref, *_ in plans:
-            problems, _n = structure_problems(ts.kernel(ref.file))
+        for ref, _old, new_header, *_ in plans:
+            problems, _n = structure_problems(ts.kernel(ref.file), new_header)
             still_bad.extend(str(p) for p in problems if p.severity == "error")
     if unmatched or still_bad:
         msg = "repair would not give a valid trace set; nothing written."
         if unmatched:
-            msg += "\n  no launch record matches: " + "\n    ".join([""] + unmatched)
+            msg += "\n  launch records missing or incomplete:" + "\n    ".join([""] + unmatched)
         msg += "\n  remaining problems:\n    " + "\n    ".join(still_bad[:20])
         raise InputError(msg, src)
 

@@ -12,8 +12,9 @@ distinct opcode string; the classification is applied once per distinct opcode. 
 set of touched global lines (8 bytes per distinct line) grows with the kernel.
 
 Conventions:
-- counts are warp instructions (what the tracer's ``insts =`` lines count); ``lanes_*``
-  are thread instructions (active lanes summed);
+- counts are warp instructions (what the tracer's ``insts =`` lines count; the record's
+  ``instructions`` column, as in ``simfront.stats.schema``); ``thread_instructions`` sums
+  the active lanes;
 - bytes of a memory instruction = ``mem_width`` x active lanes (``bytes_per_lane`` of the
   opcode table where the tracer's width is known wrong); a predicated-off instruction
   (mask 0) counts as issued but moves no bytes;
@@ -148,10 +149,11 @@ class KernelStats:
         """A flat row: fixed columns first, then open ``sfu_*``, ``inst_<op>_<space>`` and
         ``bytes_<op>_<space>`` columns for what this kernel has."""
         f = self.flops()
+        # counts and dimensions named and formatted as in simfront.stats.schema
         rec: dict[str, Any] = {
             "file": self.file, "kernel_id": self.kernel_id, "name": self.name,
-            "grid": "x".join(map(str, self.grid)), "block": "x".join(map(str, self.block)),
-            "warp_instructions": self.warp_instructions,
+            "grid": ",".join(map(str, self.grid)), "block": ",".join(map(str, self.block)),
+            "instructions": self.warp_instructions,
             "thread_instructions": self.thread_instructions,
             "active_lane_fraction": self.active_lane_fraction,
         }
@@ -190,7 +192,7 @@ def kernel_stats(kernel: KernelTrace, footprint: bool = True) -> KernelStats:
     warps = np.zeros(0, np.int64)
     lanes = np.zeros(0, np.int64)
     nbytes = np.zeros(0, np.int64)
-    sectors = np.zeros(0, np.uint64)
+    footprint_sectors = _SortedSetAccumulator()
     opcodes: list[str] = []
     for chunk in kernel.iter_chunks():
         opcodes = chunk.opcodes
@@ -217,16 +219,18 @@ def kernel_stats(kernel: KernelTrace, footprint: bool = True) -> KernelStats:
                 last = a + w - np.uint64(1)
                 # sectors of the first and last byte of each access; lines follow from
                 # sectors (4 per 128-B line), so only one set is kept
-                sectors = np.union1d(sectors, np.concatenate([a >> _SECTOR_SHIFT,
-                                                              last >> _SECTOR_SHIFT]))
+                footprint_sectors.add(np.concatenate([a >> _SECTOR_SHIFT,
+                                                      last >> _SECTOR_SHIFT]))
+    sectors = footprint_sectors.result()
+    n = min(len(opcodes), len(warps))
+    present = [i for i in range(n) if warps[i]]
     return KernelStats(
         file=kernel.path.name, kernel_id=hdr.kernel_id, name=hdr.name, grid=hdr.grid,
         block=hdr.block,
-        warps_by_opcode={op: int(warps[i]) for i, op in enumerate(opcodes) if i < len(warps) and warps[i]},
-        lanes_by_opcode={op: int(lanes[i]) for i, op in enumerate(opcodes) if i < len(lanes) and warps[i]},
-        bytes_by_opcode={op: int(nbytes[i]) for i, op in enumerate(opcodes)
-                         if i < len(nbytes) and nbytes[i]},
-        lines_128b=int(np.unique(sectors >> _LINE_PER_SECTOR_SHIFT).shape[0]),
+        warps_by_opcode={opcodes[i]: int(warps[i]) for i in present},
+        lanes_by_opcode={opcodes[i]: int(lanes[i]) for i in present},
+        bytes_by_opcode={opcodes[i]: int(nbytes[i]) for i in present if nbytes[i]},
+        lines_128b=int(_sorted_unique(sectors >> _LINE_PER_SECTOR_SHIFT).shape[0]),
         sectors_32b=int(sectors.shape[0]))
 
 
@@ -237,6 +241,45 @@ def popcount32(mask: np.ndarray) -> np.ndarray:
     """Active lanes of 32-bit masks (two 16-bit table lookups)."""
     m = mask.astype(np.uint32, copy=False)
     return _POPCOUNT16[m & 0xFFFF] + _POPCOUNT16[m >> 16]
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting: numpy 2.x's hash-based unique is pathologically slow on
+    address-like uint64 values (2 s for 2 M sectors, against 0.1 s to sort)."""
+    v = np.sort(values)
+    if v.shape[0] < 2:
+        return v
+    keep = np.empty(v.shape[0], bool)
+    keep[0] = True
+    np.not_equal(v[1:], v[:-1], out=keep[1:])
+    return v[keep]
+
+
+class _SortedSetAccumulator:
+    """Distinct values over many chunks at amortised O(N log N): each chunk's values are
+    made unique and kept aside; they are merged into the sorted set only once they
+    outweigh it (re-merging the whole set per chunk would be quadratic)."""
+
+    def __init__(self) -> None:
+        self._merged = np.zeros(0, np.uint64)
+        self._pending: list[np.ndarray] = []
+        self._pending_size = 0
+
+    def add(self, values: np.ndarray) -> None:
+        u = _sorted_unique(values)
+        self._pending.append(u)
+        self._pending_size += u.shape[0]
+        if self._pending_size > max(self._merged.shape[0], 1 << 20):
+            self._merge()
+
+    def _merge(self) -> None:
+        if self._pending:
+            self._merged = _sorted_unique(np.concatenate([self._merged, *self._pending]))
+            self._pending, self._pending_size = [], 0
+
+    def result(self) -> np.ndarray:
+        self._merge()
+        return self._merged
 
 
 def _add(acc: np.ndarray, new: np.ndarray) -> np.ndarray:

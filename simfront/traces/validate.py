@@ -11,7 +11,8 @@ Two levels:
   garbage came from the same failed attribute query: it is reported too.
 - **structure** (``body=True``): every file listed in ``kernelslist.g`` exists and parses;
   every warp's ``insts =`` count matches its lines (the reader checks that); thread-block
-  indices lie inside the grid, none repeats, and the trace holds every block of the grid.
+  indices lie inside the grid, none repeats, and the trace holds every block of the grid;
+  shared-memory accesses stay within ``shmem`` plus the driver's 1 KiB reserve.
 
 :func:`validate_set` never raises on a bad trace: it returns a :class:`ValidationReport`
 whose problems each name the file, line and field.
@@ -22,8 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from simfront.errors import TraceFormatError
 from simfront.traces.header import KernelHeader, header_key
+from simfront.traces.opcodes import classify
 from simfront.traces.reader import TRACE_SUFFIXES, KernelTrace, TraceSet
 
 #: SM versions (compute capability x 10) of real NVIDIA GPUs, Kepler onwards.
@@ -33,6 +37,8 @@ MAX_REGS = 255
 MAX_SHMEM = 228 * 1024
 MAX_THREADS_PER_BLOCK = 1024
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)
+#: Shared memory the driver reserves at the start of each block's window (sm_80, sm_90).
+SHARED_RESERVE = 1024
 #: The header fields a launch record can repair.
 LAUNCH_FIELDS = ("nregs", "shmem", "binary_version")
 
@@ -130,15 +136,32 @@ def _is_trace_file(name: str) -> bool:
     return any(name.endswith(s) for s in TRACE_SUFFIXES)
 
 
-def structure_problems(kernel: KernelTrace) -> tuple[list[Problem], int]:
-    """Read a kernel's body; return its structural problems and its warp-instruction count."""
-    header = kernel.header
+def _shared_end(chunk) -> int:
+    """One past the highest shared-memory byte the chunk's shared-space accesses touch."""
+    is_shared = np.array([classify(op).space == "shared" for op in chunk.opcodes], bool)
+    per_inst = np.diff(chunk.addr_off)
+    sel = is_shared[chunk.op] & (per_inst > 0)
+    if not sel.any():
+        return 0
+    addr_sel = np.repeat(sel, per_inst)
+    ends = chunk.addrs[addr_sel] + np.repeat(chunk.mem_width, per_inst)[addr_sel].astype(np.uint64)
+    return int(ends.max())
+
+
+def structure_problems(kernel: KernelTrace, header: KernelHeader | None = None
+                       ) -> tuple[list[Problem], int]:
+    """Read a kernel's body; return its structural problems and its warp-instruction count.
+    ``header`` replaces the file's own (repair checks a body against the header it will
+    get)."""
+    header = header or kernel.header
     seen: dict[tuple[int, int, int], int] = {}
     problems: list[Problem] = []
     n = 0
+    shared_end = 0
     try:
         for chunk in kernel.iter_chunks():
             n += len(chunk)
+            shared_end = max(shared_end, _shared_end(chunk))
             for idx, coords in chunk.tb_coords.items():
                 if coords in seen:
                     problems.append(Problem(kernel.path, None, "thread block",
@@ -150,6 +173,14 @@ def structure_problems(kernel: KernelTrace) -> tuple[list[Problem], int]:
     except TraceFormatError as exc:
         problems.append(Problem.from_error(exc))
         return problems, n
+    # Shared addresses are offsets into the block's window, which starts with the driver's
+    # reserve (1 KiB on sm_80/sm_90, none before): accesses beyond shmem + reserve mean the
+    # header's shmem is too small.
+    if 0 <= header.shmem <= MAX_SHMEM and shared_end > header.shmem + SHARED_RESERVE:
+        problems.append(Problem(kernel.path, header.field_lines.get("shmem"), "shmem",
+                                f"the trace accesses shared memory up to byte {shared_end}, "
+                                f"beyond shmem {header.shmem} + the {SHARED_RESERVE}-byte "
+                                "driver reserve: the header's shmem is too small"))
     if len(seen) != header.n_blocks:
         problems.append(Problem(kernel.path, header.field_lines.get("grid"), "grid dim",
                                 f"the trace holds {len(seen)} thread blocks but the grid "

@@ -70,7 +70,7 @@ def mambavision_mixer(c: int, d_state: int, d_conv: int, expand: int) -> int:
 
 def vision(cfg: VisionConfig) -> int:
     total = cfg.in_chans * cfg.in_dim * 9 + 2 * cfg.in_dim + cfg.in_dim * cfg.dim * 9 + 2 * cfg.dim
-    for i, (c, depth) in enumerate(zip(cfg.stage_dims(), cfg.depths)):
+    for i, (c, depth) in enumerate(zip(cfg.stage_dims(), cfg.depths, strict=True)):
         if i < 2:
             block = 2 * (c * c * 9 + c + 2 * c) + (c if cfg.layer_scale_conv is not None else 0)
             total += depth * block

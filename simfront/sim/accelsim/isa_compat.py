@@ -311,14 +311,14 @@ def _rewrite_line(line: str, counts: Counter) -> str:
     return " ".join(out) + " \n"
 
 
-def _rewrite_header(line: str, binary_version: int, overrides: dict[str, int | str],
+def _rewrite_header(line: str, binary_version: int | None, overrides: dict[str, int | str],
                     changes: dict[str, tuple[str, str]]) -> str:
     key, sep, value = line[1:].partition("=")
     if not sep:
         return line
     key = key.strip()
     value = value.strip()
-    if key == "binary version":
+    if key == "binary version" and binary_version is not None:
         new = str(binary_version)
     elif key in overrides:
         new = str(overrides[key])
@@ -329,9 +329,11 @@ def _rewrite_header(line: str, binary_version: int, overrides: dict[str, int | s
     return f"-{key} = {new}\n"
 
 
-def rewrite_kernel(src: Path, dst: Path, binary_version: int = 80,
+def rewrite_kernel(src: Path, dst: Path, binary_version: int | None = 80,
                    overrides: dict[str, int | str] | None = None) -> KernelReport:
-    """Rewrite one trace file (streaming) into ``dst`` (written to a temp name, then renamed)."""
+    """Rewrite one trace file (streaming) into ``dst`` (written to a temp name, then renamed).
+
+    ``binary_version`` None keeps the header's (or takes ``overrides['binary_version']``)."""
     rep = KernelReport(file=src.name, out_file=dst.name)
     overrides = {k.replace("_", " "): v for k, v in (overrides or {}).items()}
     tmp = dst.with_name(dst.name + ".part")

@@ -123,11 +123,17 @@ class AccelSimBackend(Backend):
         self._fill_identity(records, job, sent, gpu_name, config_hash, install)
 
         reason = None
+        # assert() writes to stderr, GPGPU-Sim's own reports to stdout: judge both together
+        failure, kind = parsed.failure, parsed.failure_kind
+        if err_tail and kind in (None, "truncated"):
+            f2, k2 = parser.failure_reason(parsed.tail[-6:], parsed.exited, err_tail)
+            if k2 not in (None, "truncated"):
+                failure = f2
         if timed_out:
             reason = (f"timed out after {job.timeout_s:g} s (killed); simulator's last lines: "
                       + " | ".join(parsed.tail[-3:]))
-        elif parsed.failure is not None:
-            reason = parsed.failure
+        elif failure is not None:
+            reason = failure
             if rc not in (0, None):
                 reason += f" (exit status {_status(rc)})"
         elif rc != 0:
@@ -138,10 +144,6 @@ class AccelSimBackend(Backend):
             if len(done) < len(sent):
                 reason = (f"simulator finished but printed statistics for {len(done)} of "
                           f"{len(sent)} kernels; last lines: " + " | ".join(parsed.tail[-3:]))
-        if reason and err_tail:
-            extra = [ln for ln in err_tail[-3:] if ln not in reason]
-            if extra:
-                reason += " | stderr: " + " | ".join(extra)
         return self._finish(job, out, t0, ok=reason is None, reason=reason, records=records,
                             provenance=prov)
 
@@ -245,17 +247,20 @@ class AccelSimBackend(Backend):
             compat = report.as_dict()
             compat["summary"] = report.summary()
         elif overrides:
-            # Header fixes without ISA changes: a rewritten copy with the same binary version.
-            for f in files:
-                from simfront.sim.accelsim.isa_compat import rewrite_kernel
+            # Header fixes without ISA changes: a rewritten copy, opcodes untouched.
+            from simfront.sim.accelsim.isa_compat import _out_name, rewrite_kernel
 
-                ov = {**overrides.get("*", {}), **overrides.get(f, {})}
-                bvf = int(headers[f].get("binary version", "0") or 0)
-                rewrite_kernel(work_dir / f, tdir / f.replace(".xz", "").replace(".zst", ""),
-                               bvf, ov)
-            (tdir / "kernelslist.g").write_text(format_kernelslist(
-                [KernelRef(f.replace(".xz", "").replace(".zst", ""), i) for i, f in
-                 enumerate(files, 1)]))
+            kept = []
+            for e in parse_kernelslist(work_dir / "kernelslist.g"):
+                if isinstance(e, KernelRef):
+                    if e.file in files:
+                        ov = {**overrides.get("*", {}), **overrides.get(e.file, {})}
+                        name = _out_name(e.file, False)
+                        rewrite_kernel(work_dir / e.file, tdir / name, None, ov)
+                        kept.append(KernelRef(name, e.line))
+                else:
+                    kept.append(e)
+            (tdir / "kernelslist.g").write_text(format_kernelslist(kept))
         else:
             kept = []
             for e in parse_kernelslist(work_dir / "kernelslist.g"):

@@ -63,7 +63,8 @@ def _set_index(line, n_sets, hash_kind):
 @numba.njit(cache=True)
 def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, allocate,
             hash_kind):
-    """Look up one sector. Returns (hit, evicted_dirty_sectors)."""
+    """Look up one sector. Returns (hit, evicted dirty sectors, set, way); way -1 when the
+    line is neither present nor allocated."""
     n_sets = tags.shape[1]
     ways = tags.shape[2]
     s = _set_index(line, n_sets, hash_kind)
@@ -81,7 +82,7 @@ def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, alloca
             elif allocate:
                 valid[c, s, w] |= sector_bit
             stamp[c, s, w] = now
-            return hit, 0
+            return hit, 0, s, w
         if t == -1:
             if oldest > -1:
                 oldest = -1
@@ -89,10 +90,8 @@ def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, alloca
         elif stamp[c, s, w] < oldest:
             oldest = stamp[c, s, w]
             victim = w
-    if not allocate and not write:
-        return False, 0
     if not allocate:
-        return False, 0
+        return False, 0, s, -1
     ev = 0
     d = dirty[c, s, victim]
     while d:
@@ -102,13 +101,14 @@ def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, alloca
     valid[c, s, victim] = sector_bit
     dirty[c, s, victim] = sector_bit if write else 0
     stamp[c, s, victim] = now
-    return False, ev
+    return False, ev, s, victim
 
 
 @numba.njit(cache=True)
 def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
                     l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
-                    l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, l2_hash,
+                    l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, l2_hash, l2_fill,
+                    wave_blocks,
                     sector_shift, line_shift, shared_banks,
                     out_level, out_sectors, out_l2, out_dram, out_wave, totals):
     """Run the memory instructions of one chunk through the caches.
@@ -118,9 +118,17 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
     sectors sent to L2, sectors read from DRAM, shared-memory wavefronts.
     ``totals``: [l1 accesses, l1 hits, l2 accesses, l2 hits, dram read sectors,
     dram write sectors].
+
+    Blocks are simulated one after another, but the blocks of one wave (``wave_blocks``
+    blocks: every SM full) run at the same time: an L2 hit on a line that another block of
+    the same wave brought in is, in time, a miss merged with one in flight. It counts as a
+    hit (no DRAM traffic) but reports the DRAM level for latency. ``l2_fill`` holds the
+    block that filled each L2 line.
     """
     n = kind.shape[0]
     secs = np.empty(256, np.int64)
+    words = np.empty(128, np.int64)
+    counts = np.zeros(max(1, shared_banks), np.int64)
     n_l1 = l1_tags.shape[0]
     lines_per = 1 << (line_shift - sector_shift)
     for i in range(n):
@@ -135,21 +143,32 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
         if k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
             # Wavefronts: the most distinct 4-byte words any bank must serve, at least one
             # per 128 bytes moved.
-            words = np.empty((a1 - a0) * max(1, w // 4), np.int64)
             m = 0
             for j in range(a0, a1):
                 base = addrs[j] >> 2
                 for q in range(max(1, w // 4)):
-                    words[m] = base + q
-                    m += 1
-            words = np.unique(words[:m])
-            counts = np.zeros(shared_banks, np.int64)
+                    if m < words.shape[0]:
+                        words[m] = base + q
+                        m += 1
+            for q in range(shared_banks):
+                counts[q] = 0
             worst = 0
-            for q in range(words.shape[0]):
-                b = words[q] % shared_banks
-                counts[b] += 1
-                if counts[b] > worst:
-                    worst = counts[b]
+            # Distinct words per bank (a word counts once however many lanes read it):
+            # sort (lanes mostly ascend, so insertion sort is near linear), then count.
+            for a in range(1, m):
+                v = words[a]
+                b = a - 1
+                while b >= 0 and words[b] > v:
+                    words[b + 1] = words[b]
+                    b -= 1
+                words[b + 1] = v
+            for q in range(m):
+                if q > 0 and words[q] == words[q - 1]:
+                    continue
+                bk = words[q] % shared_banks
+                counts[bk] += 1
+                if counts[bk] > worst:
+                    worst = counts[bk]
             nbytes = (a1 - a0) * w
             waves = max(worst, (nbytes + 127) // 128)
             out_wave[i] = waves
@@ -167,8 +186,21 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
                 if m < secs.shape[0]:
                     secs[m] = s
                     m += 1
-        u = np.unique(secs[:m])
-        out_sectors[i] = u.shape[0]
+        # Sort and deduplicate in place (a warp touches a few sectors; no allocation).
+        for a in range(1, m):
+            v = secs[a]
+            b = a - 1
+            while b >= 0 and secs[b] > v:
+                secs[b + 1] = secs[b]
+                b -= 1
+            secs[b + 1] = v
+        nu = 0
+        for a in range(m):
+            if nu == 0 or secs[a] != secs[nu - 1]:
+                secs[nu] = secs[a]
+                nu += 1
+        u = secs[:nu]
+        out_sectors[i] = nu
         c = sm_of_block_mod[tb[i]] % n_l1
         write = k == K_STORE_GLOBAL
         rmw = k == K_ATOMIC or k == K_REDUCTION
@@ -182,25 +214,32 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
             hit1 = False
             if not rmw:
                 totals[0] += 1
-                hit1, _e = _access(l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock, c, line,
-                                   bit, False, not write, 0)
+                hit1, _e, _s, _w = _access(l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
+                                           c, line, bit, False, not write, 0)
                 if hit1 and not write:
                     totals[1] += 1
                     continue
             # to the L2
             nl2 += 1
             totals[2] += 1
-            hit2, ev = _access(l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, 0, line, bit,
-                               write or rmw, True, l2_hash)
+            hit2, ev, s2, w2 = _access(l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, 0,
+                                       line, bit, write or rmw, True, l2_hash)
             totals[5] += ev
             if hit2 or write:
                 totals[3] += 1
-                if level < 1:
-                    level = 1
+                lv = 1
+                if hit2 and not write:
+                    f = l2_fill[0, s2, w2]
+                    if f != tb[i] and f // wave_blocks == tb[i] // wave_blocks:
+                        lv = 2
+                if level < lv:
+                    level = lv
             else:
                 nd += 1
                 totals[4] += 1
                 level = 2
+            if w2 >= 0 and not hit2:
+                l2_fill[0, s2, w2] = tb[i]
         out_level[i] = level
         out_l2[i] = nl2
         out_dram[i] = nd

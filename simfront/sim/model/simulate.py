@@ -103,11 +103,20 @@ def _l2_state(gpu) -> CacheState:
     return CacheState.make(1, sets, ways, kind)
 
 
+#: The most ways a simulated L1 set has: a more associative L1 (the H100 description's 4
+#: sets) is simulated with more sets of this many ways, which keeps the lookup cheap and
+#: changes LRU hit rates little at this associativity.
+MAX_L1_WAYS = 32
+
+
 def _l1_state(n: int, nbytes: int, gpu) -> CacheState:
     l1 = gpu.sm.l1
     lines = max(1, nbytes // l1.line.bytes)
     sets = max(1, min(l1.sets, lines))
-    return CacheState.make(n, sets, max(1, lines // sets), HASH_LINEAR)
+    ways = max(1, lines // sets)
+    if ways > MAX_L1_WAYS:
+        sets, ways = max(1, lines // MAX_L1_WAYS), MAX_L1_WAYS
+    return CacheState.make(n, sets, ways, HASH_LINEAR)
 
 
 def _popcount32(x: np.ndarray) -> np.ndarray:
@@ -168,6 +177,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
 
     l1 = _l1_state(active, l1_bytes(ln, occ, gpu), gpu)
     l2 = _l2_state(gpu)
+    l2_fill = np.full(l2.tags.shape, -1, np.int64)
+    wave_blocks = max(1, S * occ.blocks_per_sm)
     sector_shift = int(math.log2(gpu.l2.sector.bytes))
     line_shift = int(math.log2(gpu.l2.line.bytes))
     totals = np.zeros(6, np.int64)
@@ -210,6 +221,7 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                             chunk.addrs.astype(np.int64), sm_of,
                             l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock,
                             l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, l2.hash_kind,
+                            l2_fill, wave_blocks,
                             sector_shift, line_shift, sm.l1.banks,
                             level, sectors, l2s, drams, waves, totals)
         sel = (tb % S == 0)

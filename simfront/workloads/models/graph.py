@@ -101,7 +101,8 @@ class GraphMamba(nn.Module):
 
 def build_model(cfg: GraphConfig, impl: str, device: str) -> nn.Module:
     _pyg()
-    return GraphMamba(cfg, impls.mamba1_class(impl)).to(device)
+    with torch.device(device):
+        return GraphMamba(cfg, impls.mamba1_class(impl))
 
 
 def make_batch(cfg: GraphConfig, device: str, generator: torch.Generator):

@@ -243,7 +243,8 @@ class MambaVision(nn.Module):
         num_features = int(cfg.dim * 2 ** (len(depths) - 1))
         self.num_classes = cfg.num_classes
         self.patch_embed = PatchEmbed(in_chans=cfg.in_chans, in_dim=cfg.in_dim, dim=cfg.dim)
-        dpr = [x.item() for x in torch.linspace(0, cfg.drop_path_rate, sum(depths))]
+        dpr = [x.item() for x in torch.linspace(0, cfg.drop_path_rate, sum(depths),
+                                                device="cpu")]
         self.levels = nn.ModuleList()
         for i, depth in enumerate(depths):
             self.levels.append(MambaVisionLayer(
@@ -274,7 +275,10 @@ class MambaVision(nn.Module):
 
 
 def build_model(cfg: VisionConfig, impl: str, device: str) -> nn.Module:
-    return MambaVision(cfg, scan=impls.selective_scan(impl)).to(device)
+    # Created on the device itself (as mamba_ssm's models are): no host-side init of 30M
+    # parameters, and on the meta device no memory at all.
+    with torch.device(device):
+        return MambaVision(cfg, scan=impls.selective_scan(impl))
 
 
 def make_batch(cfg: VisionConfig, device: str, generator: torch.Generator):

@@ -7,7 +7,6 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from simfront.workloads.reference.ops import selective_scan_ref
 

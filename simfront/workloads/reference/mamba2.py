@@ -33,7 +33,7 @@ class Mamba2(nn.Module):
                  conv_init: float | None = None, expand: int = 2, headdim: int = 64,
                  d_ssm: int | None = None, ngroups: int = 1,
                  A_init_range: tuple[float, float] = (1, 16), D_has_hdim: bool = False,
-                 rmsnorm: bool = True, norm_before_gate: bool = True, dt_min: float = 0.001,
+                 rmsnorm: bool = True, norm_before_gate: bool = False, dt_min: float = 0.001,
                  dt_max: float = 0.1, dt_init_floor: float = 1e-4, bias: bool = False,
                  conv_bias: bool = True, chunk_size: int = 256, use_mem_eff_path: bool = False,
                  layer_idx: int | None = None, device=None, dtype=None):

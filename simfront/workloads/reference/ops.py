@@ -52,9 +52,11 @@ def selective_scan_ref(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor
             C = C.repeat_interleave(dim // C.shape[1], dim=1)
         x = u.new_zeros((batch, dim, dstate))
         # The recurrence is sequential; the read-out by C is one product over all steps.
+        # unbind, not deltaA[:, :, i]: indexing's backward writes a full-size zero tensor
+        # per step (quadratic in L); unbind's stacks the step gradients once.
         states = []
-        for i in range(u.shape[2]):
-            x = deltaA[:, :, i] * x + deltaB_u[:, :, i]
+        for dA, dBu in zip(deltaA.unbind(2), deltaB_u.unbind(2), strict=True):
+            x = dA * x + dBu
             states.append(x)
         hs = torch.stack(states, dim=2)                          # (batch, dim, L, dstate)
         if not variable_C:
