@@ -83,7 +83,23 @@ def bench_slurm(tmp: Path, n: int) -> dict[str, float] | str:
     subprocess.run(["scancel", *arrays], capture_output=True)
     s.store.cancel("benchmark: cancelled after submission")
     assert len(claims) == n
-    return {"jobs": n, "arrays": len(arrays), "plan_s": t_plan, "submit_s": t_submit}
+
+    # The same from the user's side: `simfront sweep run --no-wait` on a fresh sweep
+    # directory, Python start-up, planning and job store included.
+    cli_dir = tmp / "slurm-cli"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "simfront", "sweep", "run", str(s.spec.path),
+                           "--dir", str(cli_dir), "--no-wait", "-q"], capture_output=True,
+                          text=True)
+    t_cli = time.perf_counter() - t0
+    cli = Sweep.open(s.spec.path, cli_dir)
+    cli_arrays = [i for i in cli.store.batches().values() if i]
+    subprocess.run(["scancel", *cli_arrays], capture_output=True)
+    cli.store.cancel("benchmark: cancelled after submission")
+    if proc.returncode != 0 or not cli_arrays:
+        raise RuntimeError(f"sweep run --no-wait failed: {proc.stderr[-2000:]}")
+    return {"jobs": n, "arrays": len(arrays), "plan_s": t_plan, "submit_s": t_submit,
+            "cli_s": t_cli}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slurm: {slurm}")
     else:
         print(f"slurm: {slurm['jobs']} jobs submitted in {slurm['submit_s']:.2f} s "
-              f"({slurm['arrays']} array(s); plan+sync {slurm['plan_s']:.2f} s)")
+              f"({slurm['arrays']} array(s); plan+sync {slurm['plan_s']:.2f} s); "
+              f"`simfront sweep run --no-wait` end to end {slurm['cli_s']:.2f} s")
     _update_results(local1, localn, slurm)
     return 0
 
@@ -130,13 +147,18 @@ def _update_results(local1: dict, localn: dict, slurm: dict | str) -> None:
     if isinstance(slurm, str):
         lines.append(f"Slurm: {slurm}.")
     else:
-        v = "meets" if slurm["submit_s"] <= SLURM_TARGET_S else "misses"
-        lines.append(f"Slurm (single-node slurm-wlm from .ci/slurm-up): {slurm['jobs']} jobs "
-                     f"submitted in {slurm['submit_s']:.2f} s as {slurm['arrays']} "
-                     f"`sbatch --array` (claim, job files, manifest, script, sbatch), "
-                     f"{v} the {SLURM_TARGET_S:.0f} s target; planning them took "
-                     f"{slurm['plan_s']:.2f} s more (1,000 GPU variants built, validated "
-                     f"and hashed).")
+        v = "meets" if max(slurm["submit_s"], slurm["cli_s"]) <= SLURM_TARGET_S else "misses"
+        lines += [
+            "| Slurm, 1 node (.ci/slurm-up) | jobs | `sbatch --array` | s |",
+            "|---|---:|---:|---:|",
+            f"| submit: claim, job files, manifest, script, sbatch | {slurm['jobs']} | "
+            f"{slurm['arrays']} | {slurm['submit_s']:.2f} |",
+            f"| plan + store sync ({slurm['jobs']} GPU variants built, validated, hashed) | "
+            f"{slurm['jobs']} | | {slurm['plan_s']:.2f} |",
+            f"| `simfront sweep run --no-wait` end to end (Python start-up included) | "
+            f"{slurm['jobs']} | {slurm['arrays']} | {slurm['cli_s']:.2f} |", "",
+            f"Slurm: {v} the {SLURM_TARGET_S:.0f} s target for 1,000 jobs, counted either way "
+            "(arrays cancelled right after submission)."]
     lines.append("")
     block = "\n".join(lines)
     pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)

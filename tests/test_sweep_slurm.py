@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -27,25 +26,22 @@ from simfront.sweep.worker import read_runs
 pytestmark = pytest.mark.slurm
 
 
-def _slurm_ready() -> str | None:
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    """Skip where Slurm is not installed; where it is (CI, after .ci/slurm-up) a controller
+    that does not answer or a node that cannot run jobs is a failure, not a skip."""
     if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
-        return "Slurm not installed (no sinfo/sbatch); .ci/slurm-up installs and starts one"
+        pytest.skip("Slurm not installed (no sinfo/sbatch); .ci/slurm-up installs and "
+                    "starts a one-node Slurm")
     try:
         out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
                              timeout=20)
     except subprocess.TimeoutExpired:
-        return "sinfo did not answer in 20 s"
+        pytest.fail("sinfo did not answer in 20 s: is slurmctld running? (.ci/slurm-up)")
     states = out.stdout.split()
     if out.returncode != 0 or not any(s in ("idle", "mixed", "allocated") for s in states):
-        return f"no usable Slurm node (sinfo: {out.stdout.strip() or out.stderr.strip()})"
-    return None
-
-
-@pytest.fixture(scope="module")
-def slurm() -> None:
-    why = _slurm_ready()
-    if why:
-        pytest.skip(why)
+        pytest.fail(f"Slurm is installed but has no usable node (sinfo: "
+                    f"{out.stdout.strip() or out.stderr.strip()}); run .ci/slurm-up")
 
 
 def _wait_for(cond, timeout: float = 90.0) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import sqlite3
-import time
 
 import pytest
 
@@ -87,7 +86,7 @@ def test_two_processes_on_one_store_never_take_a_job_twice(tmp_path):
     store = JobStore(tmp_path)
     store.sync_plan([_spec(i) for i in range(n)], max_attempts=1)
     store.close()
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("fork")  # each child opens its own connection
     q = ctx.Queue()
     procs = [ctx.Process(target=_hammer, args=(str(tmp_path), w, q)) for w in range(3)]
     for p in procs:

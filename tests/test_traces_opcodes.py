@@ -112,3 +112,13 @@ def test_ldsm_bytes_override_the_tracer_width():
 def test_table_is_one_place():
     assert "HMMA" in known_bases() and "VIADD" in known_bases() and "REDG" in known_bases()
     assert classify("FFMA") is classify("FFMA")  # cached per opcode string
+
+
+@pytest.mark.parametrize("opcode,dtype", [("HMMA.16816.F32.BF16", "BF16"),
+                                          ("HMMA.1688.F32", "F16"), ("HMMA.16816.F16", "F16"),
+                                          ("HMMA.1688.F32.TF32", "TF32"),
+                                          ("HMMA.884.F32.F32.STEP0", "F16"),
+                                          ("IMMA.16832.S32.S8.S8", "S8"),
+                                          ("QGMMA.64x128x32.F32.E4M3.E4M3", "E4M3")])
+def test_tensor_input_type(opcode, dtype):
+    assert classify(opcode).dtype == dtype

@@ -41,6 +41,9 @@ def test_run_module_prints_a_json_summary_line(tmp_path):
     assert summary["impl"] == "reference" and summary["window"] == 1
     assert len(summary["step_ms"]) == 2 and all(t > 0 for t in summary["step_ms"])
     assert summary["config"]["seqlen"] == 32
+    from simfront.provenance import sha256_json
+    assert summary["config_hash"] == sha256_json({k: summary[k] for k in
+                                                  ("workload", "impl", "amp", "config")})
     cfg = get_spec("mamba2_lm").config("tiny")
     import dataclasses
     assert summary["params"] == counts.param_count(dataclasses.replace(cfg, seqlen=32))

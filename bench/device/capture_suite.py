@@ -38,7 +38,7 @@ def emit(rec: dict) -> None:
 
 
 def job_trace(label: str, step: Step, window="iteration", sample="none", baseline=True,
-              tracer=TRACER, timeout=200, ref=None) -> None:
+              tracer=TRACER, timeout=230, ref=None) -> None:
     out = WORK / f"trace_{label}"
     try:
         res = trace(step, out, tracer, Window.parse(window), Sampling.parse(sample),
@@ -93,9 +93,9 @@ def lm(name: str, **kw) -> Step:
 JOBS = {
     # Mamba2 / Mamba1 LM tiny: full trace + ncu of the same iteration, matched
     "m2": lambda: (job_trace("mamba2_tiny", lm("mamba2_lm")),
-                   job_profile("mamba2_tiny", lm("mamba2_lm"), "mamba2_tiny")),
+                   job_profile("mamba2_tiny", lm("mamba2_lm"), "mamba2_tiny", "core")),
     "m1": lambda: (job_trace("mamba1_tiny", lm("mamba1_lm")),
-                   job_profile("mamba1_tiny", lm("mamba1_lm"), "mamba1_tiny")),
+                   job_profile("mamba1_tiny", lm("mamba1_lm"), "mamba1_tiny", "core")),
     "hy": lambda: (job_trace("hybrid_tiny", lm("hybrid_lm")),
                    job_profile("hybrid_tiny", lm("hybrid_lm"), "hybrid_tiny")),
     "mv": lambda: (job_trace("mambavision_tiny", lm("mambavision")),
@@ -166,6 +166,8 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=540, help="stop starting jobs after this")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.jobs == ["pack"]:
+        return pack()
     WORK.mkdir(parents=True, exist_ok=True)
     for j in args.jobs:
         if time.time() - T0 > args.budget:

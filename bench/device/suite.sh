@@ -15,12 +15,10 @@ trace() { local name=$1; shift; local envs=(); while [ "$1" != "--" ]; do envs+=
   tail -4 $S/$name/log.txt; cat $S/$name/trace/kernelslist.g 2>/dev/null | tr '\n' ' '; echo; }
 if [ "${SMOKE:-1}" = 1 ]; then
 APP=$R/.carry/bin/smoke_app
-trace app_profiler SIMFRONT_WINDOW=profiler -- $APP
-trace app_nvtx SIMFRONT_WINDOW=nvtx:step -- $APP
-trace app_regex SIMFRONT_WINDOW=all SIMFRONT_KERNEL_REGEX=shared_sum -- $APP
-trace app_sample SIMFRONT_WINDOW=profiler SIMFRONT_SAMPLE_STRIDE=2 SIMFRONT_SAMPLE_MAX_CTAS=3 -- $APP
-echo "== app ncu full"; ( ncu --profile-from-start off --clock-control none --csv --page raw --metrics $MF $APP > $S/app_ncu_full.csv ) 2>&1 | grep -v "^==PROF==" | tail -3
+TO=40 trace app_profiler SIMFRONT_WINDOW=profiler -- $APP
+TO=40 trace app_sample SIMFRONT_WINDOW=profiler SIMFRONT_SAMPLE_STRIDE=2 SIMFRONT_SAMPLE_MAX_CTAS=3 -- $APP
 python3 bench/device/check_smoke.py $S 2>&1 | tail -40
 fi
-python3 bench/device/capture_suite.py $1 --budget ${2:-500} 2>&1 | grep -v "Warning\|warn(" 
+timeout ${3:-540} python3 bench/device/capture_suite.py $1 --budget ${2:-500} 2>&1 | grep -v "Warning\|warn(" 
+ls $OUT/meta.tar.gz >/dev/null 2>&1 || python3 bench/device/capture_suite.py pack
 tar czf $OUT/smoke.tgz -C /tmp s; ls -la $OUT

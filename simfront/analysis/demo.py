@@ -88,7 +88,8 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
 
     _say("3/4 balance study")
     rec = load_sweep_records(results)
-    studies = balance_per_workload(rec, n_boot=300)
+    # the sample sets are slices of one captured step: study them together
+    studies = balance_per_workload(rec, pool="sample traces", n_boot=300)
     bounds = _bounds(sets, studies)
 
     _say("4/4 report")
@@ -119,16 +120,16 @@ def _bounds(sets: list[Path], studies: dict, base_gpu: str = "h100") -> dict:
     d = derived(load_gpu(base_gpu))
     tensor_rate = d.tensor_tflops["bf16"] * 1e12
     dram_bw = float(d.dram_bandwidth.bytes_per_s)
-    out = {}
+    mixes = []
     for p in sets:
         try:
-            mix = mix_from_traces(p)
+            mixes.append(mix_from_traces(p))
         except InputError as exc:
             _say(f"   no analytic bound for {p.name}: {exc}")
-            continue
-        for name, res in studies.items():
-            if name.split("/")[0] == p.name:
-                out[name] = analytic_bound(mix, res.ratios, tensor_flops_per_s=tensor_rate,
-                                           dram_bw=dram_bw, baseline_ratio=res.baseline_ratio,
-                                           source=f"trace instruction mix of {p.name}")
-    return out
+            return {}
+    import pandas as pd
+    mix = pd.concat(mixes, ignore_index=True)
+    return {name: analytic_bound(mix, res.ratios, tensor_flops_per_s=tensor_rate,
+                                 dram_bw=dram_bw, baseline_ratio=res.baseline_ratio,
+                                 source="instruction mix of the sample traces")
+            for name, res in studies.items()}

@@ -106,12 +106,17 @@ def load_sweep_records(path: str | Path, ratio_column: str | None = None,
     return rec.reset_index(drop=True)
 
 
-def balance_per_workload(rec: pd.DataFrame, **kw: Any) -> dict[str, BalanceResult]:
-    """One balance study per workload (and backend, when a sweep holds several)."""
+def balance_per_workload(rec: pd.DataFrame, pool: str | None = None,
+                         **kw: Any) -> dict[str, BalanceResult]:
+    """One balance study per workload (and backend, when a sweep holds several). With
+    ``pool`` set, the workloads are taken as parts of one step and studied together under
+    that name (per backend)."""
     out: dict[str, BalanceResult] = {}
-    groups = [c for c in ("workload", "backend") if c in rec]
+    groups = [c for c in ("workload", "backend") if c in rec and not (pool and c == "workload")]
     for key, g in (rec.groupby(groups) if groups else [("all", rec)]):
         name = "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
+        if pool:
+            name = f"{pool}/{name}" if groups else pool
         res = balance_study(g, **kw)
         names = g.drop_duplicates(["workload", "kernel_uid"] if "kernel_uid" in g else
                                   ["kernel_name"])

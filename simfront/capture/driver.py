@@ -29,6 +29,11 @@ from simfront.errors import BackendError, InputError
 from simfront.provenance import sha256_file, tool_versions
 
 NCU_CSV = "ncu.csv"
+#: Environment of every run of a step (untraced, traced, profiled). Triton autotunes in each
+#: process by timing its candidates; under a tracer or ncu those timings are distorted, so a
+#: traced run would pick other configs (other grids and blocks) than an untraced one. With
+#: the autotuning cache on, the first run's choice is reused by the later ones.
+STEP_ENV = {"TRITON_CACHE_AUTOTUNING": "1"}
 CAPTURE_JSON = "capture.json"
 LOG_TAIL = 4000
 
@@ -195,10 +200,10 @@ def trace(step: Step, out_dir: str | Path, tracer: Tracer, window: Window = Wind
     tdir.mkdir(parents=True)
     base = None
     if baseline:
-        base = run_logged(step.command(out_dir / "baseline.json"), {}, out_dir / "baseline.log",
-                          timeout)
+        base = run_logged(step.command(out_dir / "baseline.json"), dict(STEP_ENV),
+                          out_dir / "baseline.log", timeout)
         base.summary = _summary_from(out_dir / "baseline.json")
-    env = tracer.env(tdir, window, sampling, list_only=list_only)
+    env = {**STEP_ENV, **tracer.env(tdir, window, sampling, list_only=list_only)}
     rec = run_logged(step.command(out_dir / "summary.json"), env, out_dir / "trace.log", timeout,
                      cwd=tdir)
     rec.summary = _summary_from(out_dir / "summary.json")
@@ -335,7 +340,7 @@ def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: flo
     cmd = [exe, "--profile-from-start", "off", "--clock-control", "none", "--csv", "--page",
            "raw", "--metrics", ",".join(metric_list(metrics)), *extra_args,
            *step.command(out_dir / "summary.json")]
-    rec = run_logged(cmd, {}, out_dir / "ncu.log", timeout, stdout_file=part)
+    rec = run_logged(cmd, dict(STEP_ENV), out_dir / "ncu.log", timeout, stdout_file=part)
     rec.summary = _summary_from(out_dir / "summary.json")
     if rec.returncode != 0:
         raise CaptureError(f"ncu exited with status {rec.returncode}; log {rec.log}:\n"

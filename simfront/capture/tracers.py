@@ -109,7 +109,8 @@ class Tracer:
 
     def env(self, out_dir: Path, window: Window, sampling: Sampling,
             list_only: bool = False, compress: str = "xz") -> dict[str, str]:
-        env = {"LD_PRELOAD": str(self.path), "NOBANNER": "1"}
+        # NVBit instruments loaded functions only (lazy loading hides them at launch)
+        env = {"LD_PRELOAD": str(self.path), "NOBANNER": "1", "CUDA_MODULE_LOADING": "EAGER"}
         if self.kind == "simfront":
             env.update(SIMFRONT_TRACE_DIR=str(out_dir), NVTX_INJECTION64_PATH=str(self.path),
                        SIMFRONT_COMPRESS=compress,

@@ -17,9 +17,9 @@ from simfront.sweep.store import Claim, JobStore, Outcome
 
 
 class Executor(abc.ABC):
-    """Runs attempts of jobs. Outcomes with ``lost=True`` semantics are reported through
-    :meth:`poll`'s second list: attempts that ended without the job being at fault (the
-    driver stopped), which the store gives back without counting them."""
+    """Runs attempts of jobs. :meth:`poll` and :meth:`adopt` return two lists: attempts that
+    ended (ok or not; the store counts them) and attempts that were lost without the job
+    being at fault (a driver stopped before they started), which go back uncounted."""
 
     name: str = ""
 

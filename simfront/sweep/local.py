@@ -69,8 +69,11 @@ class LocalExecutor(Executor):
         return slot
 
     def _idle_slot(self) -> _Slot | None:
+        for s in list(self._slots):
+            if s.claim is None and not s.proc.is_alive():
+                self._retire(s, kill=False)  # died while idle (OOM killer, ...)
         for s in self._slots:
-            if s.claim is None and s.proc.is_alive():
+            if s.claim is None:
                 return s
         if len(self._slots) < self.n_workers:
             return self._spawn()
@@ -97,8 +100,13 @@ class LocalExecutor(Executor):
         for c in claims:
             slot = self._idle_slot()
             assert slot is not None, "start() called beyond capacity()"
+            try:
+                slot.conn.send((c.job_id, c.attempt, c.spec))
+            except OSError:  # it died since we looked; one fresh worker, one more try
+                self._retire(slot, kill=True)
+                slot = self._spawn()
+                slot.conn.send((c.job_id, c.attempt, c.spec))
             slot.claim, slot.started = c, time.time()
-            slot.conn.send((c.job_id, c.attempt, c.spec))
             refs[c.job_id] = f"{self._host}:{slot.proc.pid}"
         return refs
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Iterable
 
 from simfront.errors import BackendError, SimfrontError, SweepError
@@ -168,12 +167,20 @@ def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], str, str]]:
     # Each axis's values, the other axes at their first value: a bad value is then blamed
     # on its own axis (parameters may depend on each other, so none is tried alone).
     first = {a.name: a.values[0] for a in spec.axes}
+    built: dict[str, Any] = {}  # a description per distinct parameter set, built once
+
+    def build(params: dict[str, Any], key: str) -> Any:
+        k = sha256_json(params)
+        if k not in built:
+            built[k] = _build(spec, params, key)
+        return built[k]
+
     for a in spec.axes:
         for v in a.values:
-            _build(spec, {**spec.fixed, **first, a.name: v}, f"gpu.axes.{a.name}")
+            build({**spec.fixed, **first, a.name: v}, f"gpu.axes.{a.name}")
     out = []
     for params in variant_points(spec):
-        gpu = _build(spec, params, "gpu.axes" if spec.axes else "gpu.set")
+        gpu = build(params, "gpu.axes" if spec.axes else "gpu.set")
         name, chash = inputs.gpu_identity(gpu, spec.base_gpu, params)
         out.append((params, name, chash))
     return out

@@ -112,6 +112,8 @@ class Sweep:
                                  f"'{others[0]}' executor; follow them with 'simfront sweep "
                                  f"run --executor {others[0]}' or stop them with 'simfront "
                                  f"sweep cancel'", self.directory)
+            if kind == "local":
+                self._check_backends()
             ex = make_executor(kind, self.directory, self.store, self.spec.executor,
                                self.spec.resources, self.spec.name)
             summary = drive(self.store, ex, progress=progress, wait=wait)
@@ -120,6 +122,18 @@ class Sweep:
                 summary.results = self.gather()
         summary.wall_s = time.time() - t0
         return summary
+
+    def _check_backends(self) -> None:
+        """Say now, not once per job, when a backend cannot run here."""
+        from simfront.errors import BackendError
+        from simfront.sim.backend import get_backend
+
+        for name in self.spec.backends:
+            try:
+                get_backend(name).check_available()
+            except BackendError as exc:
+                raise SweepError(str(exc), self.spec.path, self.spec.line_of("backends"),
+                                 "backends") from None
 
     @contextmanager
     def _driver_lock(self) -> Iterator[None]:

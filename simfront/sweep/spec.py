@@ -122,10 +122,12 @@ class _Ctx:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number", type(None): "empty"}.get(
-        type(value) if not isinstance(value, (LineDict, LineList)) else
-        (dict if isinstance(value, dict) else list), type(value).__name__)
+    """How a value reads in an error message."""
+    for t, name in ((dict, "a mapping"), (list, "a list"), (str, "a string"),
+                    (bool, "a boolean"), (int, "an integer"), (float, "a number")):
+        if isinstance(value, t):
+            return name
+    return "empty" if value is None else type(value).__name__
 
 
 def load_sweep(path: str | Path) -> SweepSpec:

@@ -110,17 +110,20 @@ def validate_cmd(directory: str, root: str | None, headers_only: bool, max_probl
               help="Launch records, JSON lines (kernel_id, name, grid, block, regs, shmem).")
 @click.option("--ncu", type=click.Path(exists=True, dir_okay=False),
               help="ncu --csv --page raw file; rows matched by kernel name, grid and block.")
+@click.option("--cubin", type=click.Path(exists=True, dir_okay=False),
+              help="Cubin, library with a fatbin, or wheel: register counts by kernel name.")
 @click.option("--binary-version", type=int, default=None,
               help="SM version of the capture GPU (90 for sm_90).")
 @click.option("--kernel", "kernels", multiple=True,
               help="Keep only these kernels (file, kernel-N or id); repeatable.")
 @click.option("--xz-preset", default=6, show_default=True, help="xz level for .xz files.")
 def repair_cmd(directory: str, out: str, launches: str | None, ncu: str | None,
-               binary_version: int | None, kernels: tuple[str, ...], xz_preset: int) -> None:
+               cubin: str | None, binary_version: int | None, kernels: tuple[str, ...],
+               xz_preset: int) -> None:
     """Write a copy of DIRECTORY with nregs/shmem/binary version from launch records."""
     from simfront.traces.repair import load_records, repair_set
 
-    records = load_records(launches, ncu)
+    records = load_records(launches, ncu, cubin, binary_version)
     if not records and binary_version is None:
         raise click.UsageError("give --launches, --ncu and/or --binary-version")
     report = repair_set(directory, out, records, binary_version, list(kernels) or None,
@@ -203,6 +206,19 @@ def _print_stats(stats) -> None:
                        + ", ".join(f"{k} x{v}" for k, v in sorted(unknown.items())))
     total = sum(s.warp_instructions for s in stats)
     click.echo(f"{len(stats)} kernels, {total:,} warp instructions")
+
+
+@traces.command("cubin")
+@click.argument("binary", type=click.Path(exists=True, dir_okay=False))
+@click.option("--grep", "pattern", default=None, help="Only kernels whose name contains this.")
+def cubin_cmd(binary: str, pattern: str | None) -> None:
+    """Register counts of the kernels in a cubin, a library's fatbin, or a wheel."""
+    from simfront.traces.cubin import read_kernels
+
+    kernels = [k for k in read_kernels(binary) if pattern is None or pattern in k.name]
+    for k in kernels:
+        click.echo(f"sm_{k.sm} regs {k.regs:3d} shared_section {k.shared_section:6d}  {k.name}")
+    click.echo(f"{len(kernels)} kernels")
 
 
 @traces.command("hash")

@@ -227,6 +227,8 @@ def _tensor(opcode: str, base: str, mods: list[str]) -> OpClass:
     # The input type is the last type modifier (HMMA.16816.F32.BF16: accumulate F32, in BF16).
     types = [m for m in mods if m in _DTYPES]
     dtype = types[-1] if types else None
+    if base in ("HMMA", "HGMMA") and dtype in (None, "F32"):
+        dtype = "F16"  # HMMA.1688.F32 / HMMA.884.F32.F32: FP16 inputs, F32 accumulation
     flops = 0.0
     if shape is not None:
         m_, n_, k_ = shape

@@ -11,6 +11,8 @@ true values come from a launch record:
   are skipped); matched by kernel id, else by name, grid and block;
 - **ncu** CSV rows (``launch__registers_per_thread``, static + dynamic shared memory),
   matched by kernel name (demangled and normalised), grid and block;
+- the **cubin** (a ``.cubin``, a library with an embedded fatbin, or a wheel): register
+  counts by exact function name (:mod:`simfront.traces.cubin`), never shared memory;
 - the binary version from the capture GPU (``--binary-version 90`` for sm_90), or the
   record's compute capability.
 
@@ -31,6 +33,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -156,17 +159,39 @@ def load_ncu(path: str | Path) -> list[LaunchRecord]:
 _LAMBDA = re.compile(r"\{lambda\(([^{}]*?)\)#(\d+)\}")
 
 
+@lru_cache(maxsize=None)
 def demangle(name: str) -> str:
     """A C++ symbol demangled with ``c++filt`` when available, else unchanged."""
     if not name.startswith("_Z"):
         return name
-    try:
-        out = subprocess.run(["c++filt", name], capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or name
-    except (OSError, subprocess.SubprocessError):
-        return name
+    if name in _DEMANGLED:
+        return _DEMANGLED[name]
+    return demangle_many([name])[0]
 
 
+def demangle_many(names: list[str]) -> list[str]:
+    """Demangle many symbols with one ``c++filt`` run (names it cannot read stay as they
+    are); the results also fill :func:`demangle`'s cache."""
+    todo = sorted({n for n in names
+                   if n.startswith("_Z") and "\n" not in n and n not in _DEMANGLED})
+    result: dict[str, str] = {}
+    if todo:
+        try:
+            out = subprocess.run(["c++filt"], input="\n".join(todo) + "\n",
+                                 capture_output=True, text=True, timeout=60)
+            lines = out.stdout.splitlines()
+            if out.returncode == 0 and len(lines) == len(todo):
+                result = dict(zip(todo, lines))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    _DEMANGLED.update(result)
+    return [_DEMANGLED.get(n, result.get(n, n)) for n in names]
+
+
+_DEMANGLED: dict[str, str] = {}
+
+
+@lru_cache(maxsize=None)
 def normalize_name(name: str) -> str:
     """A kernel name reduced to what ncu's and c++filt's spellings share.
 
@@ -178,6 +203,7 @@ def normalize_name(name: str) -> str:
     """
     n = _LAMBDA.sub(r"[lambda(\1) (instance \2)]", name)
     n = re.sub(r"\(instance (\d+)\)", r"#\1", n)
+    n = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", n))  # ncu prints bools as 1/0
     n = n.replace("(anonymous namespace)::", "")
     out, depth = [], 0
     for ch in n:
@@ -228,6 +254,7 @@ def match_record(header: KernelHeader, records: list[LaunchRecord]) -> Match | N
         r = by_id[0]
         if r.grid == header.grid and r.block == header.block:
             return Match(r, "kernel id")
+    demangle_many([header.name] + [r.name for r in records])
     full = normalize_name(demangle(header.name))
     exact = [r for r in same_shape
              if r.name == header.name or normalize_name(demangle(r.name)) == full]
@@ -422,12 +449,24 @@ def repair_set(src: str | Path, out: str | Path, records: list[LaunchRecord] | N
     return report
 
 
-def load_records(launches: str | Path | None = None, ncu: str | Path | None = None
-                 ) -> list[LaunchRecord]:
+def load_cubin(path: str | Path, sm: int | None = None) -> list[LaunchRecord]:
+    """Register counts of the kernels compiled into a cubin, library or wheel
+    (:mod:`simfront.traces.cubin`), as name-only records (registers are per function;
+    they never give shared memory). ``sm`` keeps only cubins of that SM version."""
+    from simfront.traces.cubin import read_kernels
+
+    return [LaunchRecord(k.name, (0, 0, 0), (0, 0, 0), regs=k.regs, source=f"cubin {k.origin}")
+            for k in read_kernels(path) if sm is None or k.sm == sm]
+
+
+def load_records(launches: str | Path | None = None, ncu: str | Path | None = None,
+                 cubin: str | Path | None = None, sm: int | None = None) -> list[LaunchRecord]:
     records: list[LaunchRecord] = []
     if launches:
         records += load_sidecar(launches)
     if ncu:
         records += load_ncu(ncu)
+    if cubin:
+        records += load_cubin(cubin, sm)
     return records
 

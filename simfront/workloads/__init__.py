@@ -10,6 +10,7 @@ in a process of its own and prints a JSON summary. Importing this package does n
 torch; ``build`` and ``run`` do.
 """
 
+from simfront.workloads.kernels import check_kernels, expected_kernels
 from simfront.workloads.presets import GraphConfig, LMConfig, VisionConfig, with_overrides
 from simfront.workloads.registry import WORKLOADS, WorkloadSpec, get_spec
 
@@ -28,4 +29,4 @@ build.__doc__ = "See simfront.workloads.workload.build."
 run.__doc__ = "See simfront.workloads.runner.run."
 
 __all__ = ["WORKLOADS", "WorkloadSpec", "get_spec", "build", "run", "LMConfig",
-           "VisionConfig", "GraphConfig", "with_overrides"]
+           "VisionConfig", "GraphConfig", "with_overrides", "expected_kernels", "check_kernels"]

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from simfront.errors import ConfigError
-from simfront.provenance import tool_versions
+from simfront.provenance import sha256_json, tool_versions
 from simfront.workloads.workload import Workload, build
 
 NVTX_STEP = "simfront.step"
@@ -36,6 +36,7 @@ class RunSummary:
     losses: list[float]
     config: dict[str, Any]
     versions: dict[str, str] = field(default_factory=dict)
+    config_hash: str = ""              # sha256 of workload, impl, amp and config: what ran
     format: int = SUMMARY_FORMAT
 
     def to_json(self) -> str:
@@ -100,7 +101,9 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
                       nvtx_range=nvtx_name if (window is not None and cuda) else None,
                       step_ms=[round(t, 3) for t in times],
                       losses=[round(v, 6) for v in loss_values], config=info["config"],
-                      versions=tool_versions(*extra))
+                      versions=tool_versions(*extra),
+                      config_hash=sha256_json({k: info[k] for k in
+                                               ("workload", "impl", "amp", "config")}))
 
 
 def run(name: str, preset: str = "tiny", iterations: int = 3, window: int | None = -1, *,

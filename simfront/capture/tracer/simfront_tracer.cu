@@ -531,6 +531,11 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
                                                uint64_t graph_handle) {
   long kid = ++g_launch_id;
   CUfunction f = li.func;
+  /* with lazy module loading the function may not be loaded yet at this callback: its
+   * attributes read -1 and it has no code to instrument */
+  CUfunctionLoadingState ls = CU_FUNCTION_LOADING_STATE_LOADED;
+  if (cuFuncIsLoaded(&ls, f) == CUDA_SUCCESS && ls != CU_FUNCTION_LOADING_STATE_LOADED)
+    cuFuncLoad(f);
   int nregs = -1, shs = -1, binv = -1, lsz = -1;
   cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
   cuFuncGetAttribute(&shs, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
@@ -635,6 +640,8 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
 /* Waits until the receiver has seen everything the GPU pushed so far. */
 static void flush_channel(CUcontext ctx) {
   CtxState *cs = g_ctx[ctx];
+  /* the traced kernels may run on any stream: wait for all of them before the marker */
+  cudaDeviceSynchronize();
   uint64_t before = g_flush_seen.load();
   void *args[] = {&cs->ch_dev};
   nvbit_launch_kernel(ctx, cs->flush_fn, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr);
@@ -771,6 +778,9 @@ void nvbit_at_graph_node_launch(CUcontext ctx, CUfunction func, CUstream stream,
 /* ------------------------------------------------------------------ NVBit callbacks */
 void nvbit_at_init() {
   setenv("CUDA_MANAGED_FORCE_DEVICE_ALLOC", "1", 1);
+  /* NVBit instruments loaded functions only: lazy loading leaves a launched function
+   * without code at the launch callback */
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   pthread_mutexattr_t a;
   pthread_mutexattr_init(&a);
   pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);

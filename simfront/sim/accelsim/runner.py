@@ -89,6 +89,14 @@ class AccelSimBackend(Backend):
         out = Path(job.out_dir)
         out.mkdir(parents=True, exist_ok=True)
         try:
+            return self._run(job, out, t0)
+        except (OSError, SimfrontError, ValueError, EOFError, lzma.LZMAError) as exc:
+            # The contract: a failed job is a result, not an exception for the caller.
+            return self._finish(job, out, t0, ok=False,
+                                reason=f"accelsim backend error: {type(exc).__name__}: {exc}")
+
+    def _run(self, job: SimJob, out: Path, t0: float) -> SimResult:
+        try:
             install = self.install(job.options.get("accelsim_root"))
         except BackendError as exc:
             return self._finish(job, out, t0, ok=False, reason=str(exc))

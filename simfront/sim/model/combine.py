@@ -13,8 +13,6 @@ is charged to that bandwidth.
 
 from __future__ import annotations
 
-import numpy as np
-
 from simfront.sim.model.decode import PIPE_INDEX
 from simfront.sim.model.issue import REASONS
 from simfront.sim.model.params import ModelParams

@@ -48,7 +48,10 @@ def _kind(oc) -> int:
         return K_EXIT
     if base == "BAR" and not any(m in ("ARV",) for m in oc.modifiers):
         return K_BARRIER
-    if base in ("MEMBAR", "FENCE", "ERRBAR"):
+    if base in ("MEMBAR", "FENCE", "ERRBAR", "DEPBAR") or (
+            base == "SYNCS" and "PHASECHK" in oc.modifiers):
+        # Fences, cp.async group waits and mbarrier phase checks (TMA): the warp waits
+        # for its outstanding memory operations (conservative: for all of them).
         return K_FENCE
     if oc.mem_op is None:
         return K_ALU

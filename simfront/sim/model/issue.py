@@ -20,8 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from simfront.sim.model.decode import (K_ALU, K_ASYNC_COPY, K_ATOMIC, K_ATOMIC_SHARED,
-                                       K_BARRIER, K_EXIT, K_FENCE, K_LOAD_CONST,
+from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_ATOMIC_SHARED,
+                                       K_BARRIER, K_FENCE, K_LOAD_CONST,
                                        K_LOAD_GLOBAL, K_LOAD_SHARED, K_PREFETCH, K_REDUCTION,
                                        K_STORE_GLOBAL, K_STORE_SHARED)
 
@@ -51,7 +51,8 @@ _DONE = 3
 
 @numba.njit(cache=True)
 def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, issue_width,
-           pc, icache_line_shift, icache_miss, icache_prefetch, op, ndst, dst, nsrc, src, width, level, sectors, l2_sectors, dram_sectors, waves,
+           pc, icache_line_shift, icache_miss, icache_prefetch,
+           op, ndst, dst, nsrc, src, width, level, sectors, l2_sectors, dram_sectors, waves,
            op_pipe, op_kind, op_lat, op_ii, op_span, pipe_units,
            lat_l1, lat_shared, lat_l2, lat_dram, lat_const, lat_barrier, block_start,
            l1_sectors_per_clk, l2_bytes_per_clk, dram_bytes_per_clk, sector_bytes,

@@ -34,9 +34,6 @@ class ModelParams:
     icache_miss_dram_share: float = 0.5
     #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
     dram_efficiency: float = 0.9
-    #: Blocks of a kernel run through the caches at most (the rest extrapolate by count);
-    #: None = every block of the trace.
-    max_cache_blocks: int | None = None
 
     def with_(self, **changes) -> "ModelParams":
         return replace(self, **changes)

@@ -1,0 +1,49 @@
+"""The kernels a step must launch, against the real H100 ncu profiles of the paper-size LM
+steps (shared/data/h100/ncu, made by lm_step.py with our paper sizes)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from simfront.workloads import get_spec
+from simfront.workloads.kernels import SSD_BWD, SSD_FWD, base_name, check_kernels, expected_kernels
+
+
+def _kernel_names(ncu_dir, stem):
+    path = ncu_dir / f"{stem}.ncu.csv"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    df = pd.read_csv(path, skiprows=[1], usecols=["Kernel Name"])   # row 2 holds units
+    return df["Kernel Name"].astype(str).tolist()
+
+
+@pytest.mark.parametrize("name,stem,launches", [
+    ("mamba2_lm", "mamba2_lm_2x768_L2048_B4", 232),
+    ("mamba1_lm", "mamba1_lm_2x768_L2048_B4", 190)])
+def test_paper_step_launches_what_the_h100_profile_holds(shared_data, name, stem, launches):
+    names = _kernel_names(shared_data / "h100" / "ncu", stem)
+    assert len(names) == launches          # data/README: one row per launch
+    assert check_kernels(names, get_spec(name).config("paper")) == []
+
+
+def test_missing_triton_kernels_are_reported(shared_data):
+    """What the 2024 tracer's blind spot looks like: every Triton launch gone."""
+    names = _kernel_names(shared_data / "h100" / "ncu", "mamba2_lm_2x768_L2048_B4")
+    triton = set(SSD_FWD + SSD_BWD) | {"_layer_norm_fwd_1pass_kernel", "_layer_norm_bwd_kernel"}
+    kept = [n for n in names if base_name(n) not in triton and not n.startswith("nvjet")]
+    problems = check_kernels(kept, get_spec("mamba2_lm").config("paper"))
+    assert len(problems) == len(triton) + 1          # + the GEMM family
+    assert all("cuLaunchKernelEx" in p for p in problems)
+    cfg4 = dataclasses.replace(get_spec("mamba2_lm").config("paper"), n_layer=4)
+    assert "_chunk_scan_fwd_kernel: 2 launches, expected 4" in check_kernels(names, cfg4)
+
+
+def test_expectations_scale_with_the_config():
+    hybrid = {e.name: e.count for e in expected_kernels(get_spec("hybrid_lm").config("paper"))}
+    assert hybrid["_chunk_scan_fwd_kernel"] == 3 and hybrid["_chunk_state_fwd_kernel"] == 6
+    assert hybrid["_layer_norm_fwd_1pass_kernel"] == 4 + 1 + 3
+    vt = {e.name: e.count for e in expected_kernels(get_spec("mambavision").config("paper"))}
+    assert vt["selective_scan_fwd_kernel"] == 6          # 4 + 2 mixer blocks in MambaVision-T
