@@ -176,3 +176,35 @@ def test_a_second_driver_is_refused_while_one_runs(tmp_path, shared_data):
     c = s.store.counts()
     assert c["running"] == 0 and c["queued"] == 0 and c["done"] + c["failed"] == 4
     assert "cancelled by user" in set(s.status().reason)
+
+
+def test_an_orphaned_worker_past_its_time_limit_is_killed(tmp_path, shared_data):
+    faults = tmp_path / "faults.json"
+    path = write_sweep(tmp_path, "orphan", traces=kernel_workloads(n=2),
+                       options={"faults": str(faults)},
+                       resources={"cpus": 1, "mem": "1G", "time": "2s"},
+                       executor={"workers": 2, "max_attempts": 1})
+    s = Sweep.open(path)
+    hang, ok = [j.job_id for j in s.plan().jobs]
+    faults.write_text(json.dumps({hang: "hang"}))
+    status = s.directory / "jobs" / hang / "status.json"
+    proc = _driver(path)
+    _wait_for(lambda: status.exists())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    orphan = json.loads(status.read_text())["pid"]
+    assert _alive(orphan)  # still running, holding the job
+    summary = Sweep.open(path).run(progress=False)
+    assert summary.counts == {"queued": 0, "running": 0, "done": 1, "failed": 1}
+    reason = s.status().set_index("job_id").loc[hang, "reason"]
+    assert f"orphaned worker (pid {orphan}) was killed" in reason
+    _wait_for(lambda: not _alive(orphan), timeout=10)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that is not ours counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

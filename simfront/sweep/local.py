@@ -170,6 +170,18 @@ class LocalExecutor(Executor):
         for job_id, attempt in list(self._external.items()):
             state = _probe(self.sweep_dir, job_id)
             if state == "busy":
+                # An orphaned worker past the time limit would hold the job forever.
+                st = read_json(job_dir(self.sweep_dir, job_id) / "status.json") or {}
+                started = st.get("started_at") or time.time()
+                if (st.get("host") == self._host and st.get("pid")
+                        and time.time() - started > self.timeout_s):
+                    _kill_group(int(st["pid"]))
+                    del self._external[job_id]
+                    outcomes.append(Outcome(
+                        job_id, attempt, ok=False, exit_code=-signal.SIGKILL,
+                        reason=f"timed out after {self.timeout_s:g} s (resources.time); its "
+                               f"orphaned worker (pid {st['pid']}) was killed",
+                        host=self._host, started_at=started, finished_at=time.time()))
                 continue
             del self._external[job_id]
             r = read_json(job_dir(self.sweep_dir, job_id) / "result.json")

@@ -203,11 +203,12 @@ class CostEstimate:
     wall_s: float                # estimated wall time with `workers` jobs at once
     reserved_cpu_s: float        # upper bound: every job uses its whole time limit
     basis: dict[str, str]        # per backend: where the rate came from
+    local: bool = True           # wall time is for this machine's local executor
 
     def describe(self) -> str:
-        lines = [f"{self.jobs} jobs; estimated cost {_hms(self.cpu_s)} CPU time "
-                 f"(~{_hms(self.wall_s)} wall on this machine), at most "
-                 f"{_hms(self.reserved_cpu_s)} CPU time reserved by the time limits"]
+        wall = f" (~{_hms(self.wall_s)} wall on this machine)" if self.local else ""
+        lines = [f"{self.jobs} jobs; estimated cost {_hms(self.cpu_s)} CPU time{wall}, at "
+                 f"most {_hms(self.reserved_cpu_s)} CPU time reserved by the time limits"]
         for b, basis in sorted(self.basis.items()):
             lines.append(f"  {b}: {basis}")
         return "\n".join(lines)
@@ -230,7 +231,8 @@ def estimate_cost(jobs: list[JobSpec], spec: SweepSpec,
     workers = max(1, (os.cpu_count() or 1) // spec.resources.cpus)
     reserved = len(jobs) * spec.resources.time_s * spec.resources.cpus
     return CostEstimate(jobs=len(jobs), cpu_s=total, wall_s=total / workers,
-                        reserved_cpu_s=float(reserved), basis=basis)
+                        reserved_cpu_s=float(reserved), basis=basis,
+                        local=spec.executor.kind == "local")
 
 
 def _hms(s: float) -> str:
