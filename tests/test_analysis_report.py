@@ -142,3 +142,14 @@ def test_cli_balance_refuses_unknown_ratio(tmp_path, m2):
     r = CliRunner().invoke(cli, ["analyze", "balance", str(tmp_path / "x.h5")])
     assert r.exit_code != 0
     assert "ratio" in str(r.exception) or "ratio" in r.output
+
+
+def test_pipe_time_envelope_closed_form():
+    from simfront.analysis.bound import pipe_time_envelope
+    # one kernel of 10 s with its vector pipe busy half the time
+    e = pipe_time_envelope([10.0], [0.5], [32, 16, 8, 4])
+    assert e.loc[8.0, "speedup"] == pytest.approx(10 / (5 + 2.5))      # 2x units
+    assert e.loc[4.0, "speedup"] == pytest.approx(10 / (5 + 1.25))     # 4x units
+    assert e.loc[32.0, "speedup"] == pytest.approx(1.0)               # half the units: 10 s still fits
+    e2 = pipe_time_envelope([10.0], [0.8], [32])
+    assert e2.loc[32.0, "speedup"] == pytest.approx(10 / 16)           # pipe alone needs 16 s

@@ -39,6 +39,9 @@ def emit(rec: dict) -> None:
 
 def job_trace(label: str, step: Step, window="iteration", sample="none", baseline=True,
               tracer=TRACER, timeout=230, ref=None) -> None:
+    if ref is None and os.environ.get("REF_NCU_DIR"):
+        cand = Path(os.environ["REF_NCU_DIR"]) / f"{label}.ncu.csv"
+        ref = cand if cand.exists() else None
     out = WORK / f"trace_{label}"
     try:
         res = trace(step, out, tracer, Window.parse(window), Sampling.parse(sample),
@@ -102,6 +105,9 @@ JOBS = {
                    job_profile("mambavision_tiny", lm("mambavision"), "mambavision_tiny")),
     "gm": lambda: (job_trace("graphmamba_tiny", lm("graphmamba")),
                    job_profile("graphmamba_tiny", lm("graphmamba"), "graphmamba_tiny")),
+    # trace only (the ncu profiles of these steps came from an earlier call), CTA-capped
+    "m2s": lambda: job_trace("mamba2_tiny", lm("mamba2_lm"), sample="first:32", timeout=200),
+    "m1s": lambda: job_trace("mamba1_tiny", lm("mamba1_lm"), sample="first:32", timeout=150),
     # NVTX and kernel-regex windows, CTA sampling, list-only
     "m2win": lambda: (job_trace("mamba2_nvtx", lm("mamba2_lm"), window="nvtx:simfront.step",
                                 baseline=False),

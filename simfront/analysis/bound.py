@@ -77,6 +77,28 @@ def analytic_bound(mix: pd.DataFrame, ratios, tensor_flops_per_s: float,
                          source=source)
 
 
+def pipe_time_envelope(duration_s, vector_util, ratios,
+                       baseline_ratio: float = H100_RATIO) -> pd.DataFrame:
+    """The envelope of a measured step's response from its vector pipes' busy time.
+
+    A kernel of time ``t`` whose busiest vector pipe is busy ``u t`` can gain no more from
+    ``f = baseline / ratio`` times the vector units than that busy time shrinking to
+    ``u t / f`` with nothing else changing: ``t (1 - u + u / f)`` (no overlap: an upper bound
+    on the gain). With fewer units (``f < 1``) the pipe alone needs ``u t / f``: a lower
+    bound on the slowdown ``max(t, u t / f)``. Unlike the FLOP bound this counts every
+    instruction the pipe runs (integer, compare, conversion), as ncu's pipe utilizations do.
+    """
+    t = np.asarray(duration_s, float)
+    u = np.nan_to_num(np.asarray(vector_util, float))
+    ratios = np.array(sorted({float(r) for r in ratios} | {float(baseline_ratio)}, reverse=True))
+    rows = []
+    for r in ratios:
+        f = baseline_ratio / r
+        tr = t * (1 - u + u / f) if f >= 1 else np.maximum(t, u * t / f)
+        rows.append({"ratio": r, "time_s": tr.sum(), "speedup": t.sum() / tr.sum()})
+    return pd.DataFrame(rows).set_index("ratio", drop=False)
+
+
 def mix_from_ncu(df: pd.DataFrame) -> pd.DataFrame:
     """Per-launch mix from ncu records."""
     cols = ["kernel_name", "category", "tensor_flops", "vector_flops", "dram_bytes"]

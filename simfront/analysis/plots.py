@@ -96,7 +96,7 @@ def pipe_classes(ch) -> plt.Figure:
     for cls, g in k.groupby("pipe_class"):
         ax.scatter(g["vector_util"], g["pipe_busy_tensor"], s=sizes[g.index],
                    color=colors.get(cls, "k"), alpha=0.6, edgecolor="k", lw=0.3,
-                   label=f"{cls} ({g['share'].sum():.0%} of time)")
+                   label=f"{cls} ({g['share'].sum():.1%} of time)")
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
@@ -160,31 +160,57 @@ def step_speedup(res, bound=None) -> plt.Figure:
     ax.set_xlabel("tensor:vector throughput ratio (right = more vector units)")
     ax.set_ylabel(f"speedup over ratio {res.baseline_ratio:g}")
     ax.set_title("Training-step speedup against the tensor:vector ratio")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
 def limited_time(res) -> plt.Figure:
-    """Step time split by what limits each kernel, against the ratio; the crossing marked."""
+    """Left: step time split by what limits each kernel, against the ratio, the crossing
+    marked. Right: busy-pipe time (time x busy fraction, summed) of the tensor pipe and
+    the busiest vector pipe: how far each side is from limiting."""
     s = res.step
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    has_busy = "tensor_busy" in s
+    fig, axes = plt.subplots(1, 2 if has_busy else 1, figsize=(11 if has_busy else 7, 4.5))
+    ax = axes[0] if has_busy else axes
     x = np.arange(len(s))
     bottom = np.zeros(len(s))
     for col, cls in (("tensor_limited", "tensor"), ("vector_limited", "vector"),
                      ("other_limited", "other")):
-        ax.bar(x, s[col], bottom=bottom, color=LIMIT_COLORS[cls], label=f"{cls}-limited")
+        ax.bar(x, s[col], bottom=bottom, color=LIMIT_COLORS[cls],
+               label=f"{cls}-limited" + (" (memory, latency, launch...)" if cls == "other" else ""))
         bottom += s[col].to_numpy()
-    ax.plot(x, s["tensor_limited"], "s-", color="#8c1515", lw=1)
-    ax.plot(x, s["vector_limited"], "o-", color="#0b3d91", lw=1)
     if res.crossing is not None:
         pos = np.interp(np.log(res.crossing), np.log(s["ratio"].to_numpy()[::-1]), x[::-1])
         ax.axvline(pos, color="k", ls="--", lw=1,
                    label=f"tensor-limited = vector-limited at ratio {res.crossing:.3g}")
     ax.set_xticks(x, [f"{r:g}" for r in s["ratio"]])
-    ax.set_xlabel("tensor:vector throughput ratio (right = more vector units)")
+    ax.set_xlabel("tensor:vector ratio (right = more vector units)")
     ax.set_ylabel(f"step time by limiter ({res.unit})")
-    ax.set_title("Which pipe limits the step at each ratio")
-    ax.legend(fontsize=7)
+    ax.set_title("What limits the step's kernels at each ratio")
+    ax.set_ylim(0, float(bottom.max()) * 1.3)
+    ax.legend(fontsize=7, loc="upper right")
+    if has_busy:
+        ax2 = axes[1]
+        for col, cls, mk, lab in (("tensor_busy", "tensor", "s-", "tensor pipe busy time"),
+                                  ("vector_busy", "vector", "o-", "busiest vector pipe busy time")):
+            if (s[col] > 0).any():
+                ax2.plot(s["ratio"], s[col].where(s[col] > 0), mk, color=LIMIT_COLORS[cls],
+                         label=lab)
+            else:
+                ax2.plot([], [], mk, color=LIMIT_COLORS[cls], label=f"{lab}: zero (no {cls} work)")
+        ax2.plot(s["ratio"], s["time"], "-", color="k", lw=1, label="step time")
+        if res.crossing_busy is not None:
+            ax2.axvline(res.crossing_busy, color="k", ls="--", lw=1,
+                        label=f"equal at ratio {res.crossing_busy:.3g}")
+        ax2.set_xscale("log", base=2)
+        ax2.set_yscale("log")
+        ax2.invert_xaxis()
+        ax2.set_xticks(s["ratio"], [f"{r:g}" for r in s["ratio"]])
+        ax2.set_xlabel("tensor:vector ratio (right = more vector units)")
+        ax2.set_ylabel(f"{res.unit}")
+        ax2.set_title("Busy-pipe time of the step")
+        ax2.legend(fontsize=7)
+    fig.tight_layout()
     return fig
 
 
@@ -210,6 +236,31 @@ def kernel_heatmap(res, top: int = 25) -> plt.Figure:
     ax.set_xlabel("tensor:vector ratio")
     ax.set_title("Per-kernel speedup and limiting pipe (share = of base step time)")
     fig.colorbar(im, ax=ax, label="speedup")
+    return fig
+
+
+def bound_curves(bounds: dict, envelopes: dict | None = None) -> plt.Figure:
+    """Analytic-bound step speedup against the ratio, one line per workload; the pipe-time
+    envelopes dashed where given."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for i, (name, b) in enumerate(bounds.items()):
+        st = b.step
+        ax.plot(st["ratio"], st["speedup"], "o-", color=f"C{i}",
+                label=f"{name}: FLOP bound (balance ratio {b.balance_ratio:.3g})"
+                if b.balance_ratio else f"{name}: FLOP bound")
+        if envelopes and name in envelopes:
+            e = envelopes[name]
+            ax.plot(e["ratio"], e["speedup"], "s--", color=f"C{i}", alpha=0.8,
+                    label=f"{name}: pipe-time envelope")
+    ax.axvline(16, color="grey", lw=0.6)
+    ax.set_xscale("log", base=2)
+    ax.invert_xaxis()
+    ratios = sorted({float(r) for b in bounds.values() for r in b.step["ratio"]}, reverse=True)
+    ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
+    ax.set_xlabel("tensor:vector throughput ratio (right = more vector units)")
+    ax.set_ylabel("speedup over ratio 16")
+    ax.set_title("Bounds from the measured steps")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 

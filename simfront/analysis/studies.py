@@ -157,6 +157,7 @@ def add_characterization(report: Report, chars: list[Characterization]) -> None:
     s.table(shares, "Category shares (share of step time, launches, time-weighted DRAM use)")
     report.add_figure(s, plots.dram_util(chars), "dram_util",
                       "Time-weighted DRAM bandwidth use per category and per step")
+    add_ncu_bounds(report, chars)
     for ch in chars:
         t = report.section(f"{ch.workload}: roofline, pipe classes and SSM kernels")
         c = ch.ceilings
@@ -174,6 +175,59 @@ def add_characterization(report: Report, chars: list[Characterization]) -> None:
         t.table(ch.pipe_classes, "Pipe classes (a pipe is used at >= 5% of active cycles)")
         t.table(ch.ssm_table, "SSM kernels")
         t.table(ch.comparison, "Against the seed study's published figures")
+
+
+NCU_BOUND_RATIOS = (64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0)
+
+
+def ncu_bounds(chars: list[Characterization]) -> dict[str, AnalyticBound]:
+    """The analytic tensor:vector bound of each measured step: its launches' measured tensor
+    and vector FLOPs and DRAM bytes at the step's measured ceilings."""
+    from simfront.analysis.bound import analytic_bound
+
+    out = {}
+    for ch in chars:
+        mix = ch.kernels[["kernel_name", "category", "tensor_flops", "vector_flops",
+                          "dram_bytes"]]
+        out[ch.workload] = analytic_bound(mix, NCU_BOUND_RATIOS, ch.ceilings.tensor_flops_peak,
+                                          ch.ceilings.dram_bw,
+                                          source=f"ncu FLOP and DRAM counts of {ch.workload}")
+    return out
+
+
+def add_ncu_bounds(report: Report, chars: list[Characterization]) -> None:
+    bounds = ncu_bounds(chars)
+    s = report.section("Analytic tensor:vector bound of the measured steps")
+    s.text("Per launch, t(r) >= max(tensor FLOPs / P_T, vector FLOPs x r / P_T, DRAM bytes / "
+           "B) with the measured ceilings (P_T and B above), summed over the step; r is the "
+           "tensor:vector ratio (the H100 is 16). Vector FLOPs are FP32 and FP16 FLOPs "
+           "(ncu's counters); integer and other ALU work, and latency, are not in the bound, "
+           "so real kernels respond less. The balance ratio is sum tensor FLOPs / sum vector "
+           "FLOPs: the ratio at which the step's tensor and vector pipes would need equal time.")
+    rows = []
+    for name, b in bounds.items():
+        row = {"workload": name, "balance ratio": b.balance_ratio}
+        for r in b.step.index:
+            row[f"speedup@{r:g}"] = float(b.step.loc[r, "speedup"])
+        vb = b.step["vector_time_s"] / b.step["time_s"]
+        row["vector-bound time @16"] = float(vb.loc[16.0])
+        row["vector-bound time @64"] = float(vb.loc[64.0])
+        rows.append(row)
+    s.table(pd.DataFrame(rows), "FLOP bound: speedup over the H100 (ratio 16)")
+    from simfront.analysis.bound import pipe_time_envelope
+    env = {ch.workload: pipe_time_envelope(ch.kernels["duration_s"], ch.kernels["vector_util"],
+                                           NCU_BOUND_RATIOS) for ch in chars}
+    s.text("Pipe-time envelope: with each launch's busiest vector pipe (ncu's FMA or ALU "
+           "utilization, so integer and other ALU work counts) busy u of its time t, f times the "
+           "vector units can at best make it t(1 - u + u/f) (no overlap), and 1/f times them "
+           "need at least max(t, u t f). An upper bound on what more vector units can gain, a "
+           "lower bound on what fewer cost.")
+    s.table(pd.DataFrame([{"workload": w, **{f"speedup@{r:g}": float(e.loc[r, "speedup"])
+                                            for r in e.index}} for w, e in env.items()]),
+            "Pipe-time envelope: speedup over the H100 (ratio 16)")
+    report.add_figure(s, plots.bound_curves(bounds, env), "ncu_bound",
+                      "Step speedup against the ratio from the measured steps: FLOP bound "
+                      "(solid) and pipe-time envelope (dashed)")
 
 
 def add_balance(report: Report, results: dict[str, BalanceResult],

@@ -90,7 +90,7 @@ class LocalExecutor(Executor):
 
     def capacity(self) -> int:
         busy = sum(1 for s in self._slots if s.claim is not None)
-        return self.n_workers - busy
+        return max(0, self.n_workers - busy - len(self._external))  # orphans use CPUs too
 
     def in_flight(self) -> int:
         return sum(1 for s in self._slots if s.claim is not None) + len(self._external)

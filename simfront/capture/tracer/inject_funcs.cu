@@ -9,7 +9,11 @@
 
 extern "C" __device__ __noinline__ void sf_trace(int pred, uint32_t sid, int is_mem,
                                                  uint64_t addr, uint64_t launch_word,
-                                                 uint64_t pchannel_dev) {
+                                                 uint64_t pchannel_dev, uint64_t pcur_word) {
+  /* a non-graph traced launch publishes its word in managed memory (launches are
+   * serialised by the tracer); graph nodes get theirs through nvbit_set_at_launch */
+  const uint64_t cur = *(volatile uint64_t *)pcur_word;
+  if (cur) launch_word = cur;
   const uint32_t slot = SF_LW_SLOT(launch_word);
   if (slot == 0) return;
   const int4 cta = get_ctaid();

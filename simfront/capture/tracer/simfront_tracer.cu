@@ -135,6 +135,7 @@ struct CtxState {
   volatile bool recv_run = false, recv_done = false;
 };
 static std::unordered_map<CUcontext, CtxState *> g_ctx;
+static uint64_t *g_cur_word = nullptr; /* managed: launch word of the non-graph launch in flight */
 
 /* graph bookkeeping */
 struct NodeCfg {
@@ -504,6 +505,7 @@ static void instrument(CUcontext ctx, CUfunction func) {
       }
       nvbit_add_call_arg_launch_val64(in, 0);
       nvbit_add_call_arg_const_val64(in, (uint64_t)cs->ch_dev);
+      nvbit_add_call_arg_const_val64(in, (uint64_t)g_cur_word);
     }
   }
 }
@@ -537,10 +539,19 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   if (cuFuncIsLoaded(&ls, f) == CUDA_SUCCESS && ls != CU_FUNCTION_LOADING_STATE_LOADED)
     cuFuncLoad(f);
   int nregs = -1, shs = -1, binv = -1, lsz = -1;
-  cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
-  cuFuncGetAttribute(&shs, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
-  cuFuncGetAttribute(&binv, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f);
-  cuFuncGetAttribute(&lsz, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+  /* the runtime launches CUkernel handles (library API) cast to CUfunction: their
+   * attributes are those of the context's CUfunction */
+  CUfunction fa = f;
+  if (cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS) {
+    CUfunction kf = nullptr;
+    if (cuKernelGetFunction(&kf, (CUkernel)f) == CUDA_SUCCESS && kf) {
+      fa = kf;
+      cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, fa);
+    }
+  }
+  cuFuncGetAttribute(&shs, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fa);
+  cuFuncGetAttribute(&binv, CU_FUNC_ATTRIBUTE_BINARY_VERSION, fa);
+  cuFuncGetAttribute(&lsz, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fa);
   const char *mangled = nvbit_get_func_name(ctx, f, true);
   unsigned long long sid = stream_id(li.stream);
   uint64_t nctas = (uint64_t)li.gx * li.gy * li.gz;
@@ -631,8 +642,12 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   }
   uint32_t stride_bits = g_stride > 0xfff ? 0xfff : g_stride;
   uint64_t word = (uint64_t)slot | ((uint64_t)stride_bits << 24) | ((uint64_t)g_maxcta << 36);
-  if (li.graph) nvbit_set_at_launch(ctx, f, word, li.stream, graph_handle);
-  else nvbit_set_at_launch(ctx, f, word);
+  if (li.graph) {
+    nvbit_set_at_launch(ctx, f, word, li.stream, graph_handle);
+  } else {
+    nvbit_set_at_launch(ctx, f, word);
+    *(volatile uint64_t *)g_cur_word = word;
+  }
   g_traced++;
   return kb;
 }
@@ -717,6 +732,7 @@ static void on_launch(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, void *p
     std::vector<std::shared_ptr<KernelBuf>> v{g_pending};
     g_pending.reset();
     flush_channel(ctx);
+    *(volatile uint64_t *)g_cur_word = 0;
     finish_launches(v);
   }
 }
@@ -852,6 +868,10 @@ void nvbit_tool_init(CUcontext ctx) {
   nvbit_load_tool_module(ctx, (const void *)sf_flush_bin, &cs->mod);
   nvbit_find_function_by_name(ctx, cs->mod, "sf_flush", &cs->flush_fn);
   cudaMallocManaged(&cs->ch_dev, sizeof(ChannelDev));
+  if (!g_cur_word) {
+    cudaMallocManaged(&g_cur_word, sizeof(uint64_t));
+    *g_cur_word = 0;
+  }
   cs->recv_run = true;
   cs->ch_host.init((int)g_ctx.size() - 1, CHANNEL_SIZE, cs->ch_dev, recv_main, cs);
   nvbit_set_tool_pthread(cs->ch_host.get_thread());
