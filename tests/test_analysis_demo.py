@@ -8,22 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simfront.errors import BackendError
 from simfront.paths import repo_dir
-
-
-TOY = Path(__file__).with_name("analysis_toy_backend.py")
-
-
-def _backend() -> tuple[str, tuple[str, ...]]:
-    """The built-in model; where it cannot run, a toy roofline plugin, so the pipeline
-    (sweep stage, HDF5, study, report) is still exercised."""
-    from simfront.sim.backend import get_backend
-    try:
-        get_backend("model").check_available()
-        return "model", ()
-    except BackendError:
-        return "toy_roofline", (str(TOY),)
 
 
 def test_sample_trace_sets_are_found():
@@ -34,7 +19,6 @@ def test_sample_trace_sets_are_found():
 
 
 def test_demo_on_the_smallest_sample(tmp_path):
-    backend, imports = _backend()
     from simfront.analysis.demo import run_demo
     from simfront.analysis.studies import load_sweep_records
 
@@ -42,7 +26,7 @@ def test_demo_on_the_smallest_sample(tmp_path):
     if not small.is_dir():
         pytest.skip("sample trace set traces/mamba1_torch_elementwise not shipped")
     html, md = run_demo(tmp_path / "demo", traces=small, ratios=(16.0, 8.0, 4.0),
-                        backend=backend, imports=imports)
+                        backend="model")
     rec = load_sweep_records(tmp_path / "demo" / "sweep" / "results.h5")
     assert sorted(rec["ratio"].unique()) == [4.0, 8.0, 16.0]
     assert rec.groupby("ratio").size().nunique() == 1          # every kernel at every ratio

@@ -96,6 +96,16 @@ def _dims(text: pd.Series) -> pd.Series:
     return text.astype(str).str.replace(r"[()\s]", "", regex=True)
 
 
+def _open_text(path: Path):
+    """The CSV as text, also when stored compressed (``.xz``, ``.gz``, ``.bz2``)."""
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {".xz": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
+    return opener(path, "rt", newline="", encoding="utf-8", errors="replace")
+
+
 def read_ncu_csv(path: str | Path) -> pd.DataFrame:
     """One row per kernel launch of an ``ncu --csv --page raw`` file, units converted to base
     units, with the derived columns of :data:`DERIVED` and ``category``.
@@ -104,10 +114,11 @@ def read_ncu_csv(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        with _open_text(path) as f:
             rows = list(csv.reader(f))
-    except OSError as exc:
-        raise InputError(f"cannot read ncu CSV: {exc.strerror}", path) from None
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read ncu CSV: {getattr(exc, 'strerror', None) or exc}",
+                         path) from None
     # ncu may print its own "==PROF==" lines before the table when stdout was captured.
     start = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
     if start is None:

@@ -10,9 +10,6 @@ function name, grid and block agree.
 
 from __future__ import annotations
 
-import lzma
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,21 +20,10 @@ from simfront.errors import TraceFormatError
 
 
 def read_ncu(path: str | Path) -> pd.DataFrame:
-    """``simfront.stats.ncu.read_ncu_csv`` for plain or ``.xz``-compressed files."""
+    """The ncu records of a step (plain or compressed CSV), via ``simfront.stats.ncu``."""
     from simfront.stats.ncu import read_ncu_csv
 
-    path = Path(path)
-    if path.suffix != ".xz":
-        return read_ncu_csv(path)
-    fd, tmp = tempfile.mkstemp(suffix=".csv")
-    try:
-        with os.fdopen(fd, "wb") as out, lzma.open(path, "rb") as src:
-            out.write(src.read())
-        df = read_ncu_csv(tmp)
-        df.attrs["source"] = str(path)
-        return df
-    finally:
-        os.unlink(tmp)
+    return read_ncu_csv(path)
 
 
 def _key(name: str, grid, block) -> tuple:
