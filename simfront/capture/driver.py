@@ -317,11 +317,31 @@ def register(tdir: Path, step: Step, tracer: Tracer, window: Window, sampling: S
     # the store's every-block check would refuse them; the capture validated them instead.
     stored = ts.register(tdir, fields, name=name, check_body=not sampling.active)
     dest = Path(ts.root) / name
-    for extra in (tdir / SIDECAR, out_dir / NCU_CSV, out_dir / "ncu_matched.csv"):
+    store_sidecar(tdir / SIDECAR, dest / SIDECAR)
+    for extra in (out_dir / NCU_CSV, out_dir / "ncu_matched.csv"):
         if extra.exists():
             shutil.copy2(extra, dest / extra.name)
     _write_json(dest / CAPTURE_JSON, {"validation": report.to_dict()})
     return str(dest)
+
+
+def store_sidecar(src: Path, dst: Path) -> None:
+    """Copy the launch records of the window only: a step's first iteration can launch
+    ~10^5 kernels (Triton autotuning), whose records would outweigh the traces."""
+    if not src.exists():
+        return
+    keep = []
+    with open(src) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if rec.get("traced") or rec.get("window_open"):
+                keep.append(line if line.endswith("\n") else line + "\n")
+    tmp = dst.with_name(dst.name + ".part")
+    tmp.write_text("".join(keep))
+    os.replace(tmp, dst)
 
 
 def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: float = 1800,
@@ -402,7 +422,9 @@ def match_profile(ncu_csv: str | Path, trace_dir: str | Path,
                          "regs_trace": x.regs, "shmem_trace": x.shmem, "ncu_row": j,
                          "regs_ncu": prof[j].regs, "shmem_ncu": prof[j].shmem})
         pd.DataFrame(rows).to_csv(out_csv, index=False)
-    return {"one_to_one": m.one_to_one, "summary": m.summary(), "n_trace": m.n_a,
-            "n_ncu": m.n_b, "field_mismatches": list(m.field_mismatches)[:50],
+    return {"one_to_one": m.one_to_one, "exact": m.exact, "summary": m.summary(),
+            "n_trace": m.n_a, "n_ncu": m.n_b,
+            "config_mismatches": list(m.config_mismatches)[:50],
+            "field_mismatches": list(m.field_mismatches)[:50],
             "only_trace": [launches[i].key for i in m.only_a][:50],
             "only_ncu": [prof[j].key for j in m.only_b][:50]}

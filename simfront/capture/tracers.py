@@ -19,7 +19,7 @@ from simfront.paths import PACKAGE_DIR
 
 SIMFRONT_TRACER_NAME = "simfront_tracer.so"
 ACCELSIM_TRACER_NAME = "tracer_tool.so"
-BUILD_DIR = PACKAGE_DIR / "capture" / "tracer"
+BUILD_DIR = PACKAGE_DIR / "capture" / "tracer" / "build"
 
 
 @dataclass(frozen=True)

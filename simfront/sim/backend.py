@@ -73,31 +73,35 @@ def register(name: str, factory: Callable[[], Backend]) -> None:
     _REGISTRY[name] = factory
 
 
+#: The built-in backends and the modules whose import registers them.
+BUILTIN_MODULES = {"model": "simfront.sim.model", "accelsim": "simfront.sim.accelsim"}
+
+
 def backend_names() -> list[str]:
-    _load_builtin()
+    for name in BUILTIN_MODULES:
+        _load_builtin(name)
     return sorted(_REGISTRY)
 
 
 def get_backend(name: str) -> Backend:
     """The backend called ``name``; the error lists the valid names."""
-    _load_builtin()
+    if name not in _REGISTRY:
+        _load_builtin(name)
     try:
         return _REGISTRY[name]()
     except KeyError:
-        raise BackendError(f"unknown backend '{name}'; choose one of: {', '.join(sorted(_REGISTRY))}") from None
+        raise BackendError(f"unknown backend '{name}'; choose one of: "
+                           f"{', '.join(backend_names())}") from None
 
 
-def _load_builtin() -> None:
-    # Importing a backend module registers it; done lazily so that importing this interface
-    # costs nothing and a broken optional backend does not break the others.
+def _load_builtin(name: str) -> None:
+    # Importing a backend module registers it. Only the module of the backend asked for is
+    # imported, so a Slurm task running Accel-Sim does not pay for the model's numba import.
     import importlib
 
-    for module in ("simfront.sim.model", "simfront.sim.accelsim"):
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:  # only while a backend module is not written yet
-            if exc.name != module:
-                raise
+    module = BUILTIN_MODULES.get(name)
+    if module is not None:
+        importlib.import_module(module)
 
 
 DEFAULT_BACKEND = "model"

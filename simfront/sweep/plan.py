@@ -8,6 +8,7 @@ The same job in two sweep files, or after an unrelated edit, keeps its id and it
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
@@ -216,8 +217,6 @@ class CostEstimate:
 
 def estimate_cost(jobs: list[JobSpec], spec: SweepSpec,
                   measured_s_per_mb: dict[str, float]) -> CostEstimate:
-    import os
-
     total = 0.0
     basis: dict[str, str] = {}
     for j in jobs:

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,6 +30,7 @@ from simfront.sweep.plan import Plan, plan_sweep
 from simfront.sweep.results import RESULTS_FILE, gather
 from simfront.sweep.spec import SweepSpec, load_sweep
 from simfront.sweep.store import JobStore, Outcome
+from simfront.sweep.worker import job_dir, read_json, write_json_atomic
 
 SPEC_COPY = "sweep.yaml"
 DRIVER_LOCK = "driver.lock"
@@ -71,8 +72,7 @@ class Sweep:
             # The copy's relative trace paths are relative to the original file's folder.
             meta = path / "sweep.json"
             if meta.exists():
-                orig = Path(json.loads(meta.read_text())["sweep_file"])
-                spec = _rebase(spec, orig)
+                spec = replace(spec, path=Path(json.loads(meta.read_text())["sweep_file"]))
             return cls(spec, directory or path)
         return cls(load_sweep(path), directory)
 
@@ -89,8 +89,8 @@ class Sweep:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.spec.path != (self.directory / SPEC_COPY).resolve():
             _copy_atomic(self.spec.path, self.directory / SPEC_COPY)
-            _write_text_atomic(self.directory / "sweep.json", json.dumps(
-                {"sweep_file": str(self.spec.path), "name": self.spec.name}))
+            write_json_atomic(self.directory / "sweep.json",
+                              {"sweep_file": str(self.spec.path), "name": self.spec.name})
         return self.store.sync_plan(plan.jobs, self.spec.executor.max_attempts)
 
     def estimate(self) -> Any:
@@ -177,8 +177,6 @@ class Sweep:
     def refresh(self) -> int:
         """Apply outcomes that workers wrote while no driver watched (``run --no-wait``, a
         killed driver); returns how many. Lost tasks are found only by ``run``."""
-        from simfront.sweep.worker import job_dir, read_json
-
         if not self.store.path.exists():
             return 0
         outs = []
@@ -349,13 +347,3 @@ def _copy_atomic(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def _rebase(spec: SweepSpec, original: Path) -> SweepSpec:
-    """A spec loaded from the directory's copy, with paths resolved as in the original."""
-    from dataclasses import replace
-    return replace(spec, path=original)

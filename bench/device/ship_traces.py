@@ -1,0 +1,77 @@
+"""Registers the H100 captures brought back by bench/device/suite.sh into the repository's
+trace store (traces/), with their provenance, the window's launch records and, beside the
+LM sets, the ncu profile of the same step (matched launch by launch).
+
+    python3 bench/device/ship_traces.py CAPTURE_ROOT [--store traces]
+
+CAPTURE_ROOT holds trace_<label>/ (capture folders of simfront.capture.driver.trace) and
+ncu_<label>/ncu.csv. The GPU, driver and CUDA of the capture machine are given here since
+this runs on another machine than the capture.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from simfront.capture.driver import RunRecord, Step, match_profile, register  # noqa: E402
+from simfront.capture.launches import read_sidecar, window_launches  # noqa: E402
+from simfront.capture.tracers import Sampling, Tracer, Window  # noqa: E402
+from simfront.capture.validate import validate_trace_set  # noqa: E402
+
+MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda": "13.0"}
+
+
+def ship(cap: Path, name: str, step: Step, sampling: Sampling, store: Path,
+         ncu: Path | None) -> None:
+    tdir = cap / "trace"
+    info = json.loads((cap / "capture.json").read_text())
+    rec = RunRecord(**{k: info["run"][k] for k in ("command", "env", "returncode", "wall_s",
+                                                     "log")})
+    rec.summary = json.loads((cap / "summary.json").read_text())
+    side = window_launches(read_sidecar(tdir / "launches.jsonl"))
+    rep = validate_trace_set(tdir, "simfront", sidecar=side)
+    assert rep.ok, rep.findings
+    so = Path(info["run"]["env"].get("LD_PRELOAD", "simfront_tracer.so"))
+    tracer = Tracer("simfront", Path(__file__).resolve().parents[2] / ".carry/bin" / so.name)
+    out_dir = cap
+    if ncu is not None:
+        shutil.copy2(ncu, cap / "ncu.csv")
+        m = match_profile(cap / "ncu.csv", tdir, cap / "ncu_matched.csv")
+        print(name, "vs ncu:", m["summary"])
+    dest = register(tdir, step, tracer, Window("iteration"), sampling, rec, rep, store, name,
+                    out_dir)
+    man = json.loads((Path(dest) / "manifest.json").read_text())
+    man.update({k: v for k, v in MACHINE.items() if not man.get(k) or k != "gpu"})
+    man["capture_stats"] = info.get("stats")
+    (Path(dest) / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")
+    print("registered", dest)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--ncu-root", type=Path, action="append", default=[])
+    ap.add_argument("--store", type=Path, default=Path("traces"))
+    args = ap.parse_args()
+
+    def ncu_for(label):
+        for r in args.ncu_root:
+            p = r / f"ncu_{label}" / "ncu.csv"
+            if p.exists():
+                return p
+        return None
+
+    for label, wl in (("mamba2_tiny", "mamba2_lm"), ("mamba1_tiny", "mamba1_lm")):
+        cap = args.root / f"trace_{label}"
+        if cap.exists():
+            ship(cap, f"{wl}-tiny", Step(wl, "tiny", 2, 1), Sampling(1, 32), args.store,
+                 ncu_for(label))
+
+
+if __name__ == "__main__":
+    main()
