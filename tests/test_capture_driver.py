@@ -215,7 +215,8 @@ def test_step_command_for_workload_and_script():
     assert cmd[:3] == [sys.executable, "-m", "simfront.workloads.run"]
     assert ["--window", "1"] == cmd[cmd.index("--window"):cmd.index("--window") + 2]
     assert "seqlen=64" in cmd and s.label == "mamba2_lm-tiny"
-    assert Step("x/step.py", script_args=("a",)).command()[1:] == ["x/step.py", "a"]
+    cmd = Step("x/step.py", script_args=("a",)).command()
+    assert cmd[1].endswith("/x/step.py") and Path(cmd[1]).is_absolute() and cmd[2:] == ["a"]
 
 
 def test_read_sidecar_window(tmp_path):
@@ -231,3 +232,38 @@ def test_read_sidecar_window(tmp_path):
     p.write_text("{not json\n")
     with pytest.raises(InputError, match="line 1"):
         read_sidecar(p)
+
+
+def test_accelsim_trace_against_ncu_finds_the_missing_ex_launches(scan_step, repo_root,
+                                                                  tmp_path):
+    """The shared Accel-Sim trace of step.py against ncu's 66 launches of the same step
+    (bench/data/h100_ncu): the 19 Triton launches (cuLaunchKernelEx) are reported missing."""
+    import lzma
+
+    from simfront.capture.launches import ncu_launches
+    from simfront.stats.ncu import read_ncu_csv
+
+    src = repo_root / "bench/data/h100_ncu/mamba1_scan_step.ncu.csv.xz"
+    if not src.exists():
+        pytest.skip(f"{src} not found")
+    csv = tmp_path / "step.ncu.csv"
+    csv.write_bytes(lzma.open(src).read())
+    ref = ncu_launches(read_ncu_csv(csv))
+    rep = validate_trace_set(scan_step, "accelsim", reference=ref)
+    assert rep.match["n_trace"] == 47 and rep.match["n_reference"] == 66
+    missing = rep.match["missing_from_trace"]
+    assert len(missing) == 19 and all(name.startswith("_") for name in missing)
+    assert {"_chunk_scan_fwd_kernel", "_chunk_state_fwd_kernel"} <= set(missing)
+    assert "kernels" in rep.untrusted_fields
+
+
+def test_cli_reports_a_crashing_tracer(tmp_path, fake_tracer, capsys):
+    from simfront.cli import main
+
+    script = fake_tracer_script(tmp_path, "os.kill(os.getpid(), signal.SIGSEGV)\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["trace", str(script), "--tracer", str(fake_tracer.path), "--out",
+              str(tmp_path / "cap"), "--store", str(tmp_path / "store")])
+    assert exc.value.code == 2
+    assert "signal 11" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()

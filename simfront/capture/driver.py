@@ -59,7 +59,8 @@ class Step:
 
     def command(self, summary: Path | None = None) -> list[str]:
         if self.is_script:
-            return [sys.executable, self.workload, *self.script_args]
+            # absolute: the traced run's working folder is the trace folder
+            return [sys.executable, os.path.abspath(self.workload), *self.script_args]
         cmd = [sys.executable, "-m", "simfront.workloads.run", self.workload, "--preset",
                self.preset, "--iterations", str(self.iterations), "--window",
                str(self.window_iteration)]

@@ -171,21 +171,14 @@ class AccelSimBackend(Backend):
                     shutil.copyfile(p, out / p.name)
                     hashes[p.name] = sha256_file(p)
             return src.name, sha256_json(hashes)
-        try:
-            from simfront.gpu import write_accelsim_config  # the GPU engineer's writer
-        except ImportError:
-            raise BackendError("simfront.gpu.write_accelsim_config is not available; pass "
-                               "options['config_dir'] with ready Accel-Sim configs") from None
+        from simfront.gpu import config_hash, write_accelsim_config
+
         write_accelsim_config(job.gpu, out)
         for name in CONFIG_FILES:
             if not (out / name).exists():
                 raise BackendError(f"write_accelsim_config wrote no {name} in {out}")
-        try:
-            from simfront.gpu.serialize import to_plain
-
-            chash = sha256_json(to_plain(job.gpu))
-        except Exception:  # noqa: BLE001 - a hash of the written files is as good
-            chash = sha256_json({n: sha256_file(out / n) for n in CONFIG_FILES})
+        # the same hash as the model backend and the sweep's job ids use
+        chash = config_hash(job.gpu)
         return getattr(job.gpu, "name", "gpu"), chash
 
     def _prepare_traces(self, job: SimJob, tdir: Path,
