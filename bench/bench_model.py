@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from results_md import update_section  # bench/results_md.py, beside this script
+
 import numpy as np
 import pandas as pd
 
@@ -132,17 +134,7 @@ def speed(gpu, repeats: int = 5) -> dict:
 
 
 def update_results(text: str) -> None:
-    path = REPO_ROOT / "bench" / "RESULTS.md"
-    old = path.read_text() if path.is_file() else "# Benchmark results\n"
-    start = old.find(SECTION)
-    if start >= 0:
-        nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[nxt:] if nxt >= 0 else "\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(new)
-    tmp.replace(path)
+    update_section(SECTION, text)
 
 
 def main(argv: list[str] | None = None) -> int:

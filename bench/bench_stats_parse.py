@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import platform
-import re
 import sys
 import time
 from pathlib import Path
+
+from results_md import update_section  # bench/results_md.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -75,8 +76,6 @@ def main() -> int:
 
 
 def _update_results(rows, worst: float, verdict: str) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
     lines = [SECTION, "",
              f"- {dt.date.today().isoformat()}, {platform.processor() or platform.machine()}, "
              f"Python {platform.python_version()}; best of 3-5 repeats on a shared 2-core box.",
@@ -90,13 +89,7 @@ def _update_results(rows, worst: float, verdict: str) -> None:
     lines += ["", f"Slowest parse+records: {worst:.1f} MB/s of CPU time, {verdict} the "
               f"{TARGET_MB_S:.0f} MB/s target (wall-time rates fall when others load the box).",
               ""]
-    block = "\n".join(lines)
-    pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda m: block.rstrip("\n") + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
+    update_section(SECTION, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import platform
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from results_md import update_section  # bench/results_md.py, beside this script
 
 from simfront.sweep.executor import make_executor
 from simfront.sweep.local import machine_cpus
@@ -127,8 +128,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _update_results(local1: dict, localn: dict, slurm: dict | str) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
     worst = max(local1["per_job_ms"], localn["per_job_ms"])
     lines = [SECTION, "",
              f"- {dt.date.today().isoformat()}, {platform.machine()}, {machine_cpus()} CPUs, "
@@ -160,13 +159,7 @@ def _update_results(local1: dict, localn: dict, slurm: dict | str) -> None:
             f"Slurm: {v} the {SLURM_TARGET_S:.0f} s target for 1,000 jobs, counted either way "
             "(arrays cancelled right after submission)."]
     lines.append("")
-    block = "\n".join(lines)
-    pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda m: block.rstrip("\n") + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
+    update_section(SECTION, "\n".join(lines))
 
 
 if __name__ == "__main__":

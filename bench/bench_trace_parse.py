@@ -14,12 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import lzma
 import platform
-import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from results_md import update_section  # bench/results_md.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -109,8 +110,6 @@ def main() -> int:
 
 
 def _update_results(mb: float, kernels: int, rows, parse_cpu: float, verdict: str) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
     lines = [SECTION, "",
              f"- {dt.date.today().isoformat()}, {platform.processor() or platform.machine()}, "
              f"Python {platform.python_version()}; one core (the reader is single-threaded); "
@@ -121,13 +120,7 @@ def _update_results(mb: float, kernels: int, rows, parse_cpu: float, verdict: st
     lines += [f"| {label} | {w:.1f} | {c:.1f} | {n:,} |" for label, w, c, n in rows]
     lines += ["", f"Parse: {parse_cpu:.1f} MB/s of CPU time, {verdict} "
               f"(target {TARGET_MB_S:.0f} MB/s, goal {GOAL_MB_S:.0f} MB/s).", ""]
-    block = "\n".join(lines)
-    pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda m: block.rstrip("\n") + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
+    update_section(SECTION, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ import argparse
 import datetime as dt
 import os
 import platform
-import re
 import statistics
 import sys
 from pathlib import Path
+
+from results_md import update_section  # bench/results_md.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -65,8 +66,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _update_results(device: str, rows: list[dict], iterations: int) -> None:
-    path = HERE / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
     section = SECTIONS[device]
     where = next((r["device_name"] for r in rows if "device_name" in r), device)
     lines = [section, "",
@@ -83,13 +82,7 @@ def _update_results(device: str, rows: list[dict], iterations: int) -> None:
             lines.append(f"| {r['workload']} | {r['preset']} | {r['impl']} | {r['params']:,} | "
                          f"{r['first_ms']:.1f} | {r['median_ms']:.1f} | "
                          f"{r['loss_first']:.3f} -> {r['loss_last']:.3f} |")
-    block = "\n".join(lines + [""])
-    pattern = re.compile(re.escape(section) + r".*?(?=\n## |\Z)", re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda m: block.rstrip("\n") + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
+    update_section(section, "\n".join(lines))
 
 
 if __name__ == "__main__":
