@@ -8,7 +8,6 @@ import datetime as _dt
 import html
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from simfront import __version__
+from simfront.atomic import write_text
 
 
 @dataclass
@@ -63,8 +63,8 @@ class Report:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         html_path = self.out_dir / f"{stem}.html"
         md_path = self.out_dir / f"{stem}.md"
-        _write_atomic(html_path, self.to_html())
-        _write_atomic(md_path, self.to_markdown(md_path.parent))
+        write_text(html_path, self.to_html())
+        write_text(md_path, self.to_markdown(md_path.parent))
         return html_path, md_path
 
     # ------------------------------------------------------------------ renderers
@@ -157,14 +157,3 @@ def _html_table(df: pd.DataFrame, fmt: str, caption: str) -> str:
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
                    for r in rows)
     return f"<table>{caption}<thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shlex
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from simfront.atomic import write_text
 from simfront.errors import ConfigError
 from simfront.gpu.gpu import GPU
 from simfront.gpu.memory import L2_SET_HASHES, PARTITION_INDEXING
@@ -392,17 +391,6 @@ def icnt_text(gpu: GPU) -> str:
     ])
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_accelsim_config(gpu: GPU, out_dir: "str | Path", *,
                           pipes_used: "set[str] | None" = None) -> dict[str, Path]:
     """Validate ``gpu`` for Accel-Sim and write its three files into ``out_dir``.
@@ -427,9 +415,9 @@ def write_accelsim_config(gpu: GPU, out_dir: "str | Path", *,
                                                           for k, v in trace_raw)
     paths = {"gpgpusim": out / GPGPUSIM_CONFIG, "trace": out / TRACE_CONFIG,
              "icnt": out / ICNT_CONFIG}
-    _atomic_write(paths["gpgpusim"], header + body)
-    _atomic_write(paths["trace"], trace_body)
-    _atomic_write(paths["icnt"], icnt_text(gpu))
+    write_text(paths["gpgpusim"], header + body)
+    write_text(paths["trace"], trace_body)
+    write_text(paths["icnt"], icnt_text(gpu))
     return paths
 
 

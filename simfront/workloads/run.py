@@ -9,11 +9,10 @@ capture machine with nothing else installed."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from simfront.atomic import write_text
 from simfront.errors import ConfigError, SimfrontError
 from simfront.workloads.impl import IMPLS
 from simfront.workloads.registry import WORKLOADS
@@ -28,14 +27,6 @@ def parse_sets(items: list[str]) -> dict[str, str]:
             raise ConfigError(f"expected KEY=VALUE, got {item!r}", field="--set")
         out[key.strip()] = value.strip()
     return out
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     line = result.to_json()
     if args.summary is not None:
-        write_atomic(args.summary, line + "\n")
+        write_text(args.summary, line + "\n")
     print(line, flush=True)
     return 0
 
