@@ -9,7 +9,8 @@ memory taken from ncu's launch record, and compared with ``gpc__cycles_elapsed.m
 The model's calibrated constants (``simfront/sim/model/params.py``) were fitted on
 ``mamba1_scan_step`` only; ``mamba2_lm_partial`` is held out. ``--fit`` reruns that fit.
 Further (trace, ncu) pairs under the repository's ``traces/`` (a directory holding
-``kernelslist.g`` and a ``*.ncu.csv[.xz]``) are included as they appear.
+``kernelslist.g`` and an ``ncu.csv`` or ``*.ncu.csv[.xz]``, as `simfront profile` stores
+them) are included as they appear, all of them held out.
 
 Speed: the model's wall time for the sample selective_scan_fwd (kernel-35636), numba
 compilation excluded (one warm-up run first), against Accel-Sim's own reported simulation
@@ -53,7 +54,7 @@ def hardware_sets() -> list[tuple[str, Path, Path]]:
     extra = repo_dir("traces")
     if extra.is_dir():
         for d in sorted(p for p in extra.iterdir() if (p / "kernelslist.g").is_file()):
-            ncu = sorted(d.glob("*.ncu.csv*"))
+            ncu = sorted(d.glob("*ncu.csv*"))  # ncu.csv (captures) or NAME.ncu.csv[.xz]
             if ncu:
                 sets.append((d.name, d, ncu[0]))
     return sets

@@ -237,21 +237,24 @@ def add_balance(report: Report, results: dict[str, BalanceResult],
         sm = res.summary()
         iv = res.intervals
 
-        def with_iv(key: str, v: float | None) -> str:
+        def with_iv(key: str, v: float | None, lead: str = "at ratio") -> str:
             if v is None:
                 return "none in the swept range"
             i = iv.get(key)
-            return f"{v:.3g}" + (f" (5-95%: {i[0]:.3g}-{i[1]:.3g})" if i else "")
+            return f"{lead} {v:.3g}" + (f" (5-95%: {i[0]:.3g}-{i[1]:.3g})" if i else "")
 
+        busy = ("none in the swept range" if res.crossing_busy is None
+                else f"at ratio {res.crossing_busy:.3g}")
         s.text(f"{sm['kernels']} kernels at ratios {', '.join(f'{r:g}' for r in res.ratios)} "
                f"(tensor FLOP per FP32 FLOP per cycle; the H100 is 16). Step speedup at most "
                f"{sm['step_speedup_max']:.3f}x (at ratio {sm['ratio_of_max_speedup']:g}). "
-               f"Tensor-limited = vector-limited step time at ratio "
-               f"{with_iv('crossing_ratio', res.crossing)}; by busy-pipe time at "
-               f"{'n/a' if res.crossing_busy is None else f'{res.crossing_busy:.3g}'}. Knee: "
-               f"ratio {with_iv('knee_ratio', res.knee)}; more vector units gain less than "
-               f"{res.min_gain:.0%} of step time per doubling from ratio "
-               f"{with_iv('stop_paying_ratio', res.stop_paying)}. Intervals: bootstrap over "
+               f"Tensor-limited and vector-limited step time are equal: "
+               f"{with_iv('crossing_ratio', res.crossing)}; tensor and vector busy-pipe time "
+               f"are equal: "
+               f"{busy}. Knee: "
+               f"{with_iv('knee_ratio', res.knee)}; more vector units gain less than "
+               f"{res.min_gain:.0%} of step time per doubling "
+               f"{with_iv('stop_paying_ratio', res.stop_paying, 'from ratio')}. Intervals: bootstrap over "
                f"the step's kernels.")
         for n in res.notes:
             s.text("Note: " + n)
