@@ -39,7 +39,8 @@ from simfront.paths import REPO_ROOT, repo_dir, shared_dir
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import prepare_kernel, time_prepared
-from simfront.sim.model.validation import mape, pair_launches, pearson, read_ncu
+from simfront.sim.model.validation import pair_launches, read_ncu
+from simfront.stats.matching import mape, pearson
 
 SECTION = "## Timing model (bench/bench_model.py)"
 TRAIN = "mamba1_scan_step"
@@ -97,7 +98,7 @@ def fit(preps, gpu):
                                  icache_prefetch_lines=pf, launch_cycles=0.0)
         df = model_cycles(preps, gpu, p)
         for launch in np.arange(2500, 4600, 50):
-            m = mape(df.model_cycles + launch, df.ncu_cycles)
+            m = mape(df.ncu_cycles, df.model_cycles + launch)
             if best is None or m < best[0]:
                 best = (m, p.with_(launch_cycles=float(launch)))
     return best
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name}: {len(preps)} launches compared")
         print(df.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
         role = "fit" if name == TRAIN else "held out"
-        summary.append((name, role, len(df), len(ncu), mape(df.model_cycles, df.ncu_cycles),
+        summary.append((name, role, len(df), len(ncu), mape(df.ncu_cycles, df.model_cycles),
                         pearson(df.model_cycles, df.ncu_cycles),
                         float(np.median(np.abs(df.error))), float(np.max(np.abs(df.error))),
                         unpaired, skipped))
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{mx:.1%} |")
     if all_frames:
         allf = pd.concat(all_frames)
-        lines.append(f"| all | | {len(allf)} | | {mape(allf.model_cycles, allf.ncu_cycles):.1%}"
+        lines.append(f"| all | | {len(allf)} | | {mape(allf.ncu_cycles, allf.model_cycles):.1%}"
                      f" | {pearson(allf.model_cycles, allf.ncu_cycles):.4f} | | |")
     lines.append("")
     if all_frames:

@@ -153,3 +153,20 @@ def test_pipe_time_envelope_closed_form():
     assert e.loc[32.0, "speedup"] == pytest.approx(1.0)               # half the units: 10 s still fits
     e2 = pipe_time_envelope([10.0], [0.8], [32])
     assert e2.loc[32.0, "speedup"] == pytest.approx(10 / 16)           # pipe alone needs 16 s
+
+
+def test_correlation_picks_the_workload_of_the_ncu_step(m2):
+    """One sweep file holds several workloads; an ncu file is one step: the records of the
+    workload whose launches pair with it are used, each launch once, in launch order."""
+    m1 = read_ncu_csv(NCU_DIR / "mamba1_lm_2x768_L2048_B4.ncu.csv")
+    cols = ["kernel_name", "cycles", "grid", "block"]
+    a = m2[cols].assign(workload="mamba2", kernel_uid=range(1, len(m2) + 1))
+    a["cycles"] *= 1.1
+    b = m1[cols].assign(workload="mamba1", kernel_uid=range(1, len(m1) + 1))
+    sim = pd.concat([b, a], ignore_index=True).sample(frac=1.0, random_state=0)  # any order
+    c = correlate(sim, m2[cols])
+    assert len(c.matched) == len(m2) and c.unmatched_hw == 0
+    assert c.mape == pytest.approx(0.1)
+    assert "mamba2" in " ".join(c.notes)
+    c1 = correlate(sim, m1[cols], workload="mamba1")
+    assert len(c1.matched) == len(m1) and c1.mape == pytest.approx(0.0)

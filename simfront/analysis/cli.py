@@ -107,20 +107,22 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
 @click.argument("sweep", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("ncu", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--config", default=None, help="Only records of this config (default: the "
-              "first config of the file).")
+              "one that is the unmodified H100, else the first).")
+@click.option("--workload", default=None, help="Only records of this workload (default: the "
+              "one whose launches pair best with the ncu records).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Also write a report (HTML + Markdown + PNG) here.")
-def correlate_cmd(sweep: Path, ncu: Path, config: str | None, out: Path | None) -> None:
+def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | None,
+                  out: Path | None) -> None:
     """Simulated cycles of SWEEP.h5 against hardware cycles of an ncu CSV, per kernel."""
     from simfront.analysis.correlate import correlate
     from simfront.stats.h5store import read_records
     from simfront.stats.ncu import read_ncu_csv
 
-    sim = read_records(sweep)
-    if "config" in sim and sim["config"].nunique() > 1:
-        config = config or str(sim["config"].iloc[0])
-        sim = sim[sim["config"] == config]
-    corr = correlate(sim, read_ncu_csv(ncu))
+    from simfront.analysis.correlate import base_config_records
+
+    corr = correlate(base_config_records(read_records(sweep), config), read_ncu_csv(ncu),
+                     workload=workload)
     click.echo(f"{len(corr.matched)} kernels matched; MAPE {corr.mape:.1%}; Pearson "
                f"{corr.pearson:.3f} (log {corr.pearson_log:.3f}); unmatched: "
                f"{corr.unmatched_sim} simulated, {corr.unmatched_hw} measured")
@@ -162,11 +164,9 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
         rec = load_sweep_records(sw, ratio_column)
         add_balance(rep, balance_per_workload(rec))
         if corr_ncu is not None:
-            from simfront.analysis.correlate import correlate
+            from simfront.analysis.correlate import base_config_records, correlate
             from simfront.stats.ncu import read_ncu_csv
-            base = rec[rec["ratio"] == rec["ratio"].max()] if 16.0 not in set(rec["ratio"]) \
-                else rec[rec["ratio"] == 16.0]
-            add_correlation(rep, correlate(base, read_ncu_csv(corr_ncu)))
+            add_correlation(rep, correlate(base_config_records(rec), read_ncu_csv(corr_ncu)))
     h, m = rep.write()
     click.echo(f"wrote {h}\nwrote {m}")
 

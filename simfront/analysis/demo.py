@@ -126,9 +126,28 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
                "latency, so read the curves as the method at work; "
                "experiments/mamba2_balance.yaml is the study to run on paper-size captures.")
     add_balance(rep, studies, bounds)
+    _add_hardware_correlation(rep, rec, sets)
     html_path, md_path = rep.write()
     _say(f"done in {time.time() - t0:.1f} s: {html_path}")
     return html_path, md_path
+
+
+def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
+    """Modelled H100 cycles against the H100's own, for sets captured with their ncu
+    profile beside them (``ncu.csv``, as `simfront profile` stores it)."""
+    from simfront.analysis.correlate import base_config_records, correlate
+    from simfront.analysis.studies import add_correlation
+    from simfront.stats.ncu import read_ncu_csv
+
+    base = base_config_records(rec)
+    for p in sets:
+        ncu = next(iter(sorted(p.glob("*ncu.csv*"))), None)
+        if ncu is None or "workload" not in base or p.name not in set(base["workload"]):
+            continue
+        corr = correlate(base, read_ncu_csv(ncu), workload=p.name)
+        corr.notes.append(f"The model at the H100 config against {p.name}/{ncu.name}, the "
+                          "H100's ncu profile of the same step (elapsed cycles).")
+        add_correlation(rep, corr, label=p.name)
 
 
 def _bounds(sets: list[Path], studies: dict, base_gpu: str = "h100") -> dict:

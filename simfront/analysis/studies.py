@@ -291,13 +291,14 @@ def add_analytic_only(report: Report, bounds: dict[str, AnalyticBound]) -> None:
     s.table(pd.DataFrame(rows))
 
 
-def add_correlation(report: Report, corr: Correlation) -> None:
-    s = report.section(f"Correlation: {corr.backend} against hardware")
-    s.text(f"{len(corr.matched)} launches matched by kernel and occurrence "
-           f"({corr.unmatched_sim} simulated and {corr.unmatched_hw} measured left unmatched). "
+def add_correlation(report: Report, corr: Correlation, label: str | None = None) -> None:
+    tag = f"{corr.backend}" + (f", {label}" if label else "")
+    s = report.section(f"Correlation: {tag} against hardware")
+    s.text(f"{len(corr.matched)} launches paired in launch order by kernel, grid and block "
+           f"({corr.unmatched_sim} simulated and {corr.unmatched_hw} measured left unpaired). "
            f"MAPE {corr.mape:.1%}, Pearson r {corr.pearson:.3f} (on log cycles "
            f"{corr.pearson_log:.3f}). " + " ".join(corr.notes))
-    report.add_figure(s, plots.correlation(corr), f"correlation_{_slug(corr.backend)}",
+    report.add_figure(s, plots.correlation(corr), f"correlation_{_slug(tag)}",
                       "Simulated against measured cycles")
     worst = corr.matched.reindex(corr.matched["error"].abs().sort_values(ascending=False).index)
     s.table(worst.head(15), "Largest errors")

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from simfront.errors import TraceFormatError
+from simfront.stats.matching import align, launch_key
 
 
 def read_ncu(path: str | Path) -> pd.DataFrame:
@@ -24,34 +24,6 @@ def read_ncu(path: str | Path) -> pd.DataFrame:
     from simfront.stats.ncu import read_ncu_csv
 
     return read_ncu_csv(path)
-
-
-def _key(name: str, grid, block) -> tuple:
-    from simfront.analysis.categories import short_name
-
-    g = tuple(int(x) for x in (grid.split(",") if isinstance(grid, str) else grid))
-    b = tuple(int(x) for x in (block.split(",") if isinstance(block, str) else block))
-    return (short_name(name), g, b)
-
-
-def align(a: list, b: list) -> list[tuple[int, int]]:
-    """Longest common subsequence of two key lists: index pairs (i in a, j in b)."""
-    n, m = len(a), len(b)
-    L = np.zeros((n + 1, m + 1), np.int32)
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            L[i, j] = L[i + 1, j + 1] + 1 if a[i] == b[j] else max(L[i + 1, j], L[i, j + 1])
-    pairs, i, j = [], 0, 0
-    while i < n and j < m:
-        if a[i] == b[j]:
-            pairs.append((i, j))
-            i += 1
-            j += 1
-        elif L[i + 1, j] >= L[i, j + 1]:
-            i += 1
-        else:
-            j += 1
-    return pairs
 
 
 @dataclass
@@ -79,24 +51,12 @@ def pair_launches(trace_dir: str | Path, ncu: pd.DataFrame) -> tuple[list[Pair],
 
     ts = TraceSet(trace_dir)
     kernels = list(ts.kernels())
-    ka = [_key(k.header.name, k.header.grid, k.header.block) for k in kernels]
-    kb = [_key(n, g, b) for n, g, b in zip(ncu["kernel_name"], ncu["grid"], ncu["block"])]
+    ka = [launch_key(k.header.name, k.header.grid, k.header.block) for k in kernels]
+    kb = [launch_key(n, g, b) for n, g, b in zip(ncu["kernel_name"], ncu["grid"], ncu["block"])]
     pairs = align(ka, kb)
     matched = {i for i, _ in pairs}
     unpaired = [kernels[i].path.name for i in range(len(kernels)) if i not in matched]
     return [Pair(kernels[i], i, ncu.iloc[j]) for i, j in pairs], unpaired
-
-
-def mape(model, measured) -> float:
-    model, measured = np.asarray(model, float), np.asarray(measured, float)
-    return float(np.mean(np.abs(model - measured) / measured))
-
-
-def pearson(model, measured) -> float:
-    model, measured = np.asarray(model, float), np.asarray(measured, float)
-    if len(model) < 2:
-        return float("nan")
-    return float(np.corrcoef(model, measured)[0, 1])
 
 
 def readable(kernel) -> bool:
