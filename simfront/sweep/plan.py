@@ -18,8 +18,11 @@ from simfront.sweep import inputs
 from simfront.sweep.spec import SweepSpec
 
 #: Assumed simulation rate per backend (seconds per MB of compressed trace) until finished
-#: jobs in the store give a measured one. Rough, and said to be so where printed.
-DEFAULT_S_PER_MB = {"model": 60.0, "accelsim": 3000.0}
+#: jobs in the store give a measured one. Rough, and said to be so where printed: the model
+#: took ~4 s per MB on traces/mamba2_lm-tiny (1.4 MB of xz, 232 MB of text) and ~20 s per MB
+#: on the better-compressed selective-scan sample, on the 2-core CPU machine
+#: (bench/RESULTS.md); Accel-Sim ~80 s for the 17 KB selective_scan_fwd.
+DEFAULT_S_PER_MB = {"model": 5.0, "accelsim": 3000.0}
 _FALLBACK_S_PER_MB = 60.0
 
 
