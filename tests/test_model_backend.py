@@ -77,3 +77,23 @@ def test_cli_sim_run_writes_records(scan_step, tmp_path):
     assert r.exit_code == 0, r.output
     df = pd.read_csv(out)
     assert len(df) == 1 and df.loc[0, "backend"] == "model" and df.loc[0, "cycles"] > 0
+
+
+def test_a_sampled_trace_stands_for_its_whole_grid():
+    """simfront's tracer kept 32 of the 528 blocks of this layer-norm launch: the model's
+    counts are the whole grid's, and SM 0 is timed on its share (4 blocks), not on 1."""
+    from simfront.gpu import load_gpu
+    from simfront.paths import repo_dir
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import KernelTrace
+
+    k = KernelTrace(repo_dir("traces") / "mamba2_lm-tiny" / "kernel-96381.traceg.xz")
+    traced, total = k.header.sampled_blocks
+    rec = simulate_kernel(k, load_gpu("h100"), cache=False)
+    assert rec["instructions"] == pytest.approx(k.instruction_count() * total / traced)
+    # the same blocks unsampled-looking: a grid of just the traced blocks runs 1 per SM
+    from dataclasses import replace
+    small = KernelTrace(k.path)
+    small._header = replace(k.header, grid=(traced, 1, 1), extra=())
+    rec_small = simulate_kernel(small, load_gpu("h100"), cache=False)
+    assert rec["cycles"] > rec_small["cycles"]

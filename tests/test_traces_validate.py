@@ -14,7 +14,7 @@ from simfront.traces.reader import TraceSet
 from simfront.traces.repair import (
     load_ncu, load_sidecar, match_record, normalize_name, demangle, repair_set,
 )
-from simfront.traces.validate import validate_set
+from simfront.traces.validate import structure_problems, validate_set
 
 SIDECAR = repo_dir("traces") / "provenance" / "mamba1_scan_step.launches.jsonl"
 
@@ -173,3 +173,33 @@ def test_sidecar_of_the_capture_stage(tmp_path):
     p.write_text("".join(json.dumps(x) + "\n" for x in lines))
     recs = load_sidecar(p)
     assert [(r.kernel_id, r.regs, r.shmem) for r in recs] == [(7, 40, 2064)]
+
+
+# --- sampled captures (simfront's tracer, `--sample first:32`) ------------------------
+
+SAMPLED_SET = repo_dir("traces") / "mamba2_lm-tiny"
+SAMPLED_KERNEL = "kernel-96381.traceg.xz"  # _layer_norm_bwd_kernel: 32 of 528 blocks traced
+
+
+def test_a_sampled_capture_validates_against_its_sampling_line():
+    from simfront.traces.reader import KernelTrace
+
+    k = KernelTrace(SAMPLED_SET / SAMPLED_KERNEL)
+    assert k.header.sampled_blocks == (32, 528)
+    problems, n = structure_problems(k)
+    assert problems == [] and n > 0
+
+
+def test_a_sampling_line_that_disagrees_with_the_body_is_an_error(tmp_path):
+    import lzma
+
+    text = lzma.open(SAMPLED_SET / SAMPLED_KERNEL, "rt").read()
+    assert "traced 32 of 528" in text
+    d = tmp_path / "set"
+    d.mkdir()
+    (d / "kernel-96381.traceg").write_text(text.replace("traced 32 of 528", "traced 40 of 528"))
+    (d / "kernelslist.g").write_text("kernel-96381.traceg\n")
+    report = validate_set(d)
+    assert not report.ok
+    (p,) = [p for p in report.problems if p.field == "grid dim"]
+    assert p.line == 3 and "40 of 528" in p.message

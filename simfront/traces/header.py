@@ -30,6 +30,7 @@ _KEYS = {
     "enable lineinfo": "lineinfo",
 }
 _ATTR_TO_KEY = {v: k for k, v in _KEYS.items()}
+_SAMPLED = re.compile(r"traced\s+(\d+)\s+of\s+(\d+)")
 _DIM = re.compile(r"^\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)$")
 
 
@@ -66,6 +67,17 @@ class KernelHeader:
     @property
     def warps_per_block(self) -> int:
         return (self.threads_per_block + 31) // 32
+
+    @property
+    def sampled_blocks(self) -> tuple[int, int] | None:
+        """``(traced, total)`` thread blocks when the tracer sampled them (simfront's tracer
+        writes ``-tb sampling = ... traced T of N``); None for a trace of every block."""
+        for key, value in self.extra:
+            if key == "tb sampling":
+                m = _SAMPLED.search(value)
+                if m and int(m[1]) < int(m[2]):
+                    return int(m[1]), int(m[2])
+        return None
 
     def with_fields(self, **changes) -> "KernelHeader":
         return replace(self, **changes)

@@ -136,15 +136,23 @@ def _is_trace_file(name: str) -> bool:
     return any(name.endswith(s) for s in TRACE_SUFFIXES)
 
 
+#: On sm_90 a thread block cluster's shared memory is one window per block, 16 MiB apart:
+#: the bits above are the rank of the block whose shared memory is accessed (distributed
+#: shared memory, as the cuBLAS sm90 cluster GEMMs use), the bits below the offset in it.
+SHARED_WINDOW_BITS = 24
+
+
 def _shared_end(chunk) -> int:
-    """One past the highest shared-memory byte the chunk's shared-space accesses touch."""
+    """One past the highest shared-memory byte, within a block's window, that the chunk's
+    shared-space accesses touch."""
     is_shared = np.array([classify(op).space == "shared" for op in chunk.opcodes], bool)
     per_inst = np.diff(chunk.addr_off)
     sel = is_shared[chunk.op] & (per_inst > 0)
     if not sel.any():
         return 0
     addr_sel = np.repeat(sel, per_inst)
-    ends = chunk.addrs[addr_sel] + np.repeat(chunk.mem_width, per_inst)[addr_sel].astype(np.uint64)
+    offsets = chunk.addrs[addr_sel] & np.uint64((1 << SHARED_WINDOW_BITS) - 1)
+    ends = offsets + np.repeat(chunk.mem_width, per_inst)[addr_sel].astype(np.uint64)
     return int(ends.max())
 
 
@@ -181,10 +189,13 @@ def structure_problems(kernel: KernelTrace, header: KernelHeader | None = None
                                 f"the trace accesses shared memory up to byte {shared_end}, "
                                 f"beyond shmem {header.shmem} + the {SHARED_RESERVE}-byte "
                                 "driver reserve: the header's shmem is too small"))
-    if len(seen) != header.n_blocks:
+    sampled = header.sampled_blocks
+    expected = sampled[0] if sampled else header.n_blocks
+    if len(seen) != expected:
+        what = (f"its '-tb sampling' line says {expected} of {header.n_blocks} were traced"
+                if sampled else f"the grid {header.grid} has {header.n_blocks}")
         problems.append(Problem(kernel.path, header.field_lines.get("grid"), "grid dim",
-                                f"the trace holds {len(seen)} thread blocks but the grid "
-                                f"{header.grid} has {header.n_blocks}"))
+                                f"the trace holds {len(seen)} thread blocks but {what}"))
     return problems, n
 
 

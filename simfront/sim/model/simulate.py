@@ -176,6 +176,10 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     S = gpu.sm_count
     B = max(1, ln.n_blocks)
     active = min(S, B)
+    # A sampled trace (the tracer kept T of the grid's N blocks) stands for the whole grid:
+    # counts are scaled by N/T, and SM 0's share of the grid is timed on traced blocks.
+    sampled = header.sampled_blocks
+    sm0_blocks = -(-B // S)
     W = occ.warps_per_block
     sm = gpu.sm
 
@@ -224,10 +228,11 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                         l2_fill, wave_blocks,
                         sector_shift, line_shift, sm.l1.banks,
                         level, sectors, l2s, drams, waves, totals)
-        sel = (tb % S == 0)
+        sel = (tb < sm0_blocks) if sampled else (tb % S == 0)
         if sel.any():
             idx = np.nonzero(sel)[0]
-            timed.add(tb=tb[idx] // S, warp=chunk.warp[idx].astype(np.int64), op=op[idx],
+            timed.add(tb=tb[idx] if sampled else tb[idx] // S,
+                      warp=chunk.warp[idx].astype(np.int64), op=op[idx],
                       pc=chunk.pc[idx],
                       ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
                       src=chunk.src[idx], width=chunk.mem_width[idx], level=level[idx],
@@ -235,6 +240,13 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     if table is None:
         raise TraceFormatError("kernel trace holds no instructions", kernel.path)
     n_blocks_trace = max_tb + 1
+    if sampled:
+        scale = B / n_blocks_trace
+        n_instr *= scale
+        n_thread *= scale
+        pipe_counts *= scale
+        flops *= scale
+        totals = np.round(totals * scale).astype(np.int64)
 
     tb_t = timed.get("tb", np.int64)
     warp_t = timed.get("warp", np.int64)
@@ -250,9 +262,22 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     key = (tb_t * W + warp_t)[order]
     n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
     warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
+    if sampled and 0 < n_timed_blocks < sm0_blocks:
+        cols, warp_off = _repeat_blocks(cols, warp_off, n_timed_blocks, W, sm0_blocks)
+        n_timed_blocks = sm0_blocks
     return Prepared(ln, occ, S, active, n_blocks_trace, n_instr, n_thread, pipe_counts, flops,
                     totals, table, cols, warp_off, n_timed_blocks,
                     time.perf_counter() - t0, cache_key(gpu))
+
+
+def _repeat_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int):
+    """SM 0's rows for ``n_want`` blocks made of the ``n_have`` traced ones, repeated in order
+    (a sampled trace holds fewer blocks than SM 0 runs)."""
+    reps = -(-n_want // n_have)
+    per_warp = np.tile(np.diff(warp_off), reps)[: n_want * W]
+    rows = int(per_warp.sum())
+    cols = {k: np.ascontiguousarray(np.concatenate([v] * reps)[:rows]) for k, v in cols.items()}
+    return cols, np.concatenate([[0], np.cumsum(per_warp)]).astype(np.int64)
 
 
 def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
