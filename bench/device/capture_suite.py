@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import sys
 import time
 import traceback
@@ -23,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 from simfront.capture.driver import Step, match_profile, profile, trace  # noqa: E402
 from simfront.capture.tracers import Sampling, Tracer, Window  # noqa: E402
 
-OUT = Path(os.environ.get("OUT", "/tmp/out"))
-WORK = Path(os.environ.get("SUITE_WORK", "/tmp/suite"))
+OUT = Path(os.environ.get("OUT") or Path(tempfile.gettempdir()) / "out")
+WORK = Path(os.environ.get("SUITE_WORK") or Path(tempfile.gettempdir()) / "suite")
 TRACER = Tracer("simfront", ROOT / ".carry/bin/simfront_tracer.so")
 ACCELSIM = Tracer("accelsim", ROOT / ".carry/accelsim/tracer_tool.so")
 T0 = time.time()

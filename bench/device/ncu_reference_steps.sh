@@ -6,9 +6,10 @@
 #   bash bench/device/ncu_reference_steps.sh
 set -euo pipefail
 OUT=$(realpath -m "${OUT:-out/ncu_ref}")
-mkdir -p "$OUT" /tmp/site
-python3 -m pip install -q --no-deps --no-index --target /tmp/site .carry/wheels/mamba_ssm-*.whl
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+SITE=${TMPDIR:-/tmp}/site
+mkdir -p "$OUT" "$SITE"
+python3 -m pip install -q --no-deps --no-index --target "$SITE" .carry/wheels/mamba_ssm-*.whl
+export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | head -1)
 metrics=$(cat bench/device/ncu_metrics.txt)
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm --format=csv; "$NCU" --version;

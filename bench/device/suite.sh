@@ -4,9 +4,9 @@
 set -u
 export PYTHONUNBUFFERED=1 NOBANNER=1
 R=$PWD; T=$R/.carry/bin/simfront_tracer.so
-S=/tmp/s; mkdir -p $S
-python3 -m pip install -q --no-deps --no-compile --target /tmp/site .carry/wheels/*.whl > $S/pip.txt 2>&1
-export PYTHONPATH=/tmp/site:$R SUITE_WORK=/tmp/suite
+T=${TMPDIR:-/tmp}; S=$T/s; mkdir -p $S
+python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/*.whl > $S/pip.txt 2>&1
+export PYTHONPATH=$T/site:$R SUITE_WORK=$T/suite
 MF=$(tail -1 bench/device/ncu_metrics.txt)
 tm() { local t0=$(date +%s%N); "$@"; local rc=$?; echo "rc=$rc wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))"; }
 trace() { local name=$1; shift; local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
