@@ -197,3 +197,23 @@ def test_unreadable_xz(tmp_path, scan_step):
     with pytest.raises(TraceFormatError) as e:
         _read_all(d)
     assert "decompress" in str(e.value) and e.value.line is not None
+
+
+def test_lineinfo_traces_lead_each_line_with_the_source_line(tmp_path, scan_step):
+    """With `-enable lineinfo = 1` every instruction line starts with a source line number."""
+    import re
+
+    text = _text(scan_step / FWD)
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("-enable lineinfo"):
+            line = "-enable lineinfo = 1"
+        elif re.match(r"^[0-9a-f]{4,} [0-9a-f]{8} ", line):
+            line = "123 " + line
+        lines.append(line)
+    (tmp_path / "k.traceg").write_text("\n".join(lines) + "\n")
+    plain = list(KernelTrace(scan_step / FWD).iter_chunks())
+    with_lines = list(KernelTrace(tmp_path / "k.traceg").iter_chunks())
+    for col in ("pc", "mask", "op", "dst", "src", "addrs", "imm"):
+        assert np.array_equal(np.concatenate([getattr(c, col) for c in plain]),
+                              np.concatenate([getattr(c, col) for c in with_lines])), col

@@ -218,6 +218,13 @@ def _token_end(buf, i, end):
     return i
 
 
+@numba.njit(cache=True, inline="always")
+def _next(buf, i, eol):
+    """The span (start, end) of the token after position ``i`` on the line."""
+    p = _skip_spaces(buf, i, eol)
+    return p, _token_end(buf, p, eol)
+
+
 @numba.njit(cache=True)
 def _hex(buf, i, j):
     """Parse buf[i:j] as hex (optional 0x); return (value, ok)."""
@@ -290,6 +297,18 @@ def _reg(buf, i, j):
 
 
 @numba.njit(cache=True)
+def _read_regs(buf, e, eol, count, out):
+    """Read ``count`` register tokens after position ``e`` into ``out``; (end, ok)."""
+    for r in range(count):
+        p, e = _next(buf, e, eol)
+        code = _reg(buf, p, e) if e > p else -1
+        if code < 0:
+            return e, False
+        out[r] = code
+    return e, True
+
+
+@numba.njit(cache=True)
 def _is_opcode_token(buf, i, j):
     c = buf[i]
     if c < 65 or c > 90:
@@ -325,7 +344,7 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
               op_keys, op_vals, op_count, op_first, wst):
     """Scan complete lines of a kernel body in ``buf[start:end]``.
 
-    Returns the instruction columns, the thread blocks and warp declarations met, the
+    Returns the instruction columns, the coordinates of the thread blocks met, the
     state to carry on (tb, warp, next line), and an error (code, line; 0 when none).
     ``op_first`` receives, for each new opcode, the buffer offset and length of its first
     spelling (so the caller can decode it once). ``wst`` (see :func:`new_warp_state`) checks
@@ -351,14 +370,11 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
     imm = np.zeros(n_lines, np.int64)
     line = np.empty(n_lines, np.int64)
     addrs = np.empty(max(1024, n_lines * 4), np.uint64)
-    tb_line = np.empty(n_lines, np.int64)
     tb_xyz = np.empty((n_lines, 3), np.int32)
-    decl = np.empty((n_lines, 4), np.int64)  # tb, warp, declared insts, line
 
     n = 0
     na = 0
     ntb = 0
-    ndecl = 0
     cur_tb = tb0
     cur_warp = warp0
     lineno = line0
@@ -409,7 +425,6 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
             wst[5] = lineno
             cur_tb += 1
             cur_warp = -1
-            tb_line[ntb] = lineno
             tb_xyz[ntb, 0] = vals[0]
             tb_xyz[ntb, 1] = vals[1]
             tb_xyz[ntb, 2] = vals[2]
@@ -437,11 +452,6 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                 wst[1] = 0
                 wst[2] = lineno
                 wst[3] += 1
-                decl[ndecl, 0] = cur_tb
-                decl[ndecl, 1] = cur_warp
-                decl[ndecl, 2] = v
-                decl[ndecl, 3] = lineno
-                ndecl += 1
         else:
             # an instruction line
             if cur_warp < 0 or cur_tb < 0 or wst[0] < 0:
@@ -449,43 +459,32 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                 break
             wst[1] += 1
             p = j
-            if lineinfo:
+            if lineinfo:  # the source line number comes first
+                p, e = _next(buf, _token_end(buf, p, eol), eol)
+            else:
                 e = _token_end(buf, p, eol)
-                p = _skip_spaces(buf, e, eol)
-            e = _token_end(buf, p, eol)
             v, ok = _hex(buf, p, e)
             if not ok:
                 err, err_line = 1, lineno
                 break
             pc[n] = v
-            p = _skip_spaces(buf, e, eol)
-            e = _token_end(buf, p, eol)
+            p, e = _next(buf, e, eol)
             mv, ok = _hex(buf, p, e)
             if not ok or mv > np.uint64(0xFFFFFFFF):
                 err, err_line = 2, lineno
                 break
             mask[n] = np.uint32(mv)
-            p = _skip_spaces(buf, e, eol)
-            e = _token_end(buf, p, eol)
+            p, e = _next(buf, e, eol)
             nd, ok = _dec(buf, p, e)
             if not ok or nd < 0 or nd > 4:
                 err, err_line = 3, lineno
                 break
             ndst[n] = nd
-            bad = False
-            for r in range(nd):
-                p = _skip_spaces(buf, e, eol)
-                e = _token_end(buf, p, eol)
-                code = _reg(buf, p, e) if e > p else -1
-                if code < 0:
-                    bad = True
-                    break
-                dst[n, r] = code
-            if bad:
+            e, ok = _read_regs(buf, e, eol, nd, dst[n])
+            if not ok:
                 err, err_line = 4, lineno
                 break
-            p = _skip_spaces(buf, e, eol)
-            e = _token_end(buf, p, eol)
+            p, e = _next(buf, e, eol)
             if e == p or not _is_opcode_token(buf, p, e):
                 err, err_line = 5, lineno
                 break
@@ -515,26 +514,18 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                 slot = (slot + np.int64(1)) & table_mask
             if err:
                 break
-            p = _skip_spaces(buf, e, eol)
-            e = _token_end(buf, p, eol)
+            p, e = _next(buf, e, eol)
             ns, ok = _dec(buf, p, e)
             if not ok or ns < 0 or ns > 8:
                 err, err_line = 6, lineno
                 break
             nsrc[n] = ns
-            for r in range(ns):
-                p = _skip_spaces(buf, e, eol)
-                e = _token_end(buf, p, eol)
-                code = _reg(buf, p, e) if e > p else -1
-                if code < 0:
-                    bad = True
-                    break
-                src[n, r] = code
-            if bad:
+            e, ok = _read_regs(buf, e, eol, ns, src[n])
+            if not ok:
                 err, err_line = 7, lineno
                 break
-            p = _skip_spaces(buf, e, eol)
-            e = _token_end(buf, p, eol)
+            bad = False
+            p, e = _next(buf, e, eol)
             w, ok = _dec(buf, p, e)
             if not ok or w < 0:
                 err, err_line = 8, lineno
@@ -542,8 +533,7 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
             width[n] = w
             mode[n] = 0
             if w > 0:
-                p = _skip_spaces(buf, e, eol)
-                e = _token_end(buf, p, eol)
+                p, e = _next(buf, e, eol)
                 md, ok = _dec(buf, p, e)
                 if not ok or md < 0 or md > 2:
                     err, err_line = 9, lineno
@@ -558,23 +548,20 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                     addrs = _grow_u64(addrs, na + lanes)
                 if md == 0:
                     for r in range(lanes):
-                        p = _skip_spaces(buf, e, eol)
-                        e = _token_end(buf, p, eol)
+                        p, e = _next(buf, e, eol)
                         a, ok = _hex(buf, p, e)
                         if not ok:
                             bad = True
                             break
                         addrs[na + r] = a
                 else:
-                    p = _skip_spaces(buf, e, eol)
-                    e = _token_end(buf, p, eol)
+                    p, e = _next(buf, e, eol)
                     base, ok = _hex(buf, p, e)
                     if not ok:
                         err, err_line = 10, lineno
                         break
                     if md == 1:
-                        p = _skip_spaces(buf, e, eol)
-                        e = _token_end(buf, p, eol)
+                        p, e = _next(buf, e, eol)
                         stride, ok = _dec(buf, p, e)
                         if not ok:
                             err, err_line = 10, lineno
@@ -586,8 +573,7 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                         if lanes > 0:
                             addrs[na] = base
                         for r in range(1, lanes):
-                            p = _skip_spaces(buf, e, eol)
-                            e = _token_end(buf, p, eol)
+                            p, e = _next(buf, e, eol)
                             dlt, ok = _dec(buf, p, e)
                             if not ok:
                                 bad = True
@@ -600,8 +586,7 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                 na += lanes
             addr_off[n + 1] = na
             if tracer_version >= 5:
-                p = _skip_spaces(buf, e, eol)
-                e = _token_end(buf, p, eol)
+                p, e = _next(buf, e, eol)
                 iv, ok = _dec(buf, p, e)
                 if not ok:
                     err, err_line = 11, lineno
@@ -619,7 +604,7 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
 
     return (n, tb[:n], warp[:n], pc[:n], mask[:n], op[:n], ndst[:n], dst[:n], nsrc[:n],
             src[:n], width[:n], mode[:n], addr_off[: n + 1], addrs[:na], imm[:n], line[:n],
-            tb_line[:ntb], tb_xyz[:ntb], decl[:ndecl], cur_tb, cur_warp, lineno, err, err_line)
+            tb_xyz[:ntb], cur_tb, cur_warp, lineno, err, err_line)
 
 
 def finish_warp_state(wst: np.ndarray, tb: int) -> tuple[int, int]:

@@ -189,7 +189,7 @@ class KernelTrace:
                 out = scan_body(buf, 0, cut, line, tb, warp, version, lineinfo,
                                 op_keys, op_vals, op_count, op_first, wst)
                 (n, c_tb, c_warp, pc, mask, op, ndst, dst, nsrc, src, width, mode, addr_off,
-                 addrs, imm, c_line, tb_line, tb_xyz, decl, tb, warp, next_line, err,
+                 addrs, imm, c_line, tb_xyz, tb, warp, next_line, err,
                  err_line) = out
                 if err:
                     self._raise_line_error(data, line, err, err_line, version, lineinfo, header)
