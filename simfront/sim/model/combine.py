@@ -27,7 +27,7 @@ STALL_COLUMNS = ("launch", "idle", "dependency", "memory_latency", "dram_bandwid
 def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     sm = gpu.sm
     sector = gpu.l2.sector.bytes
-    t = run.totals
+    t = run.prep.totals
     dram_read = float(t[4] * sector)
     dram_write = float(t[5] * sector)
     l2_bytes = float(t[2] * sector)
@@ -66,9 +66,9 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     rec = {
         "cycles": cycles,
         "time_us": cycles / clock * 1e6,
-        "instructions": run.instructions,
-        "thread_instructions": run.thread_instructions,
-        "ipc": run.instructions / cycles,
+        "instructions": run.prep.instructions,
+        "thread_instructions": run.prep.thread_instructions,
+        "ipc": run.prep.instructions / cycles,
         "occupancy": min(1.0, occ),
         "bound": bound,
         "l1_hit_rate": float(t[1] / t[0]) if t[0] else float("nan"),
@@ -92,12 +92,12 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         "sim_blocks_per_sm": run.occ.blocks_per_sm,
         "sim_occupancy_limiter": run.occ.limiter,
         "sim_theoretical_occupancy": run.occ.warps_per_sm / sm.max_warps,
-        "sim_regs": run.launch.regs,
-        "sim_shmem": run.launch.shmem,
-        "sim_launch_source": run.launch.source,
+        "sim_regs": run.prep.launch.regs,
+        "sim_shmem": run.prep.launch.shmem,
+        "sim_launch_source": run.prep.launch.source,
         "sim_timed_blocks": run.timed_blocks,
         "sim_timed_instructions": run.timed_instructions,
-        "sim_flops": run.flops,
+        "sim_flops": run.prep.flops,
     })
     return rec
 

@@ -48,18 +48,11 @@ class _Timed:
 
 @dataclass
 class KernelRun:
-    """What the trace pass and the issue model produced for one kernel (before combining)."""
+    """What the issue model made of one prepared kernel (before combining); the trace pass's
+    counts stay in ``prep``."""
 
-    launch: Launch
+    prep: "Prepared"
     occ: object
-    sm_count: int
-    active_sms: int
-    n_blocks_trace: int
-    instructions: float
-    thread_instructions: float
-    pipe_counts: np.ndarray
-    flops: float
-    totals: np.ndarray          # cache counters (see cache.simulate_memory)
     t_sm: int
     stall: np.ndarray           # [sub_partitions, reasons]
     pipe_busy: np.ndarray       # unit-busy clocks on SM 0
@@ -322,10 +315,7 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
             float(sm.l1.l1_banks), l2_share, dram_share, float(gpu.l2.sector.bytes),
             stall, pipe_busy, issued_pipe, warp_cycles))
     return KernelRun(
-        launch=prep.launch, occ=occ, sm_count=prep.sm_count, active_sms=active,
-        n_blocks_trace=prep.n_blocks_trace, instructions=prep.instructions,
-        thread_instructions=prep.thread_instructions, pipe_counts=prep.pipe_counts,
-        flops=prep.flops, totals=prep.totals, t_sm=t_sm, stall=stall, pipe_busy=pipe_busy,
+        prep=prep, occ=occ, t_sm=t_sm, stall=stall, pipe_busy=pipe_busy,
         issued_pipe=issued_pipe, warp_cycles=float(warp_cycles[0]),
         timed_blocks=n_timed_blocks, timed_instructions=int(cols["op"].shape[0]),
         l2_bytes_per_clk=bw["l2"], dram_bytes_per_clk=bw["dram"],
