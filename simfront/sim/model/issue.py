@@ -50,6 +50,37 @@ _DONE = 3
 
 
 @numba.njit(cache=True)
+def _start_block(r, blk, t, W, P, warp_off, block_start, slot_block, live, arrived, ptr, end,
+                 wstart, born, reg_ready, mem_out, state, sp_used, last):
+    """Put block ``blk`` into block slot ``r`` at clock ``t``: its warps' rows, fresh
+    registers, and the scheduler's memory of the slot's old warps forgotten."""
+    slot_block[r] = blk
+    nl = 0
+    for w in range(W):
+        s = r * W + w
+        a = warp_off[blk * W + w]
+        b = warp_off[blk * W + w + 1]
+        ptr[s] = a
+        end[s] = b
+        wstart[s] = t + block_start
+        born[s] = t
+        for q in range(256):
+            reg_ready[s, q] = 0
+        mem_out[s] = 0
+        sp = s % P
+        if b > a:
+            state[s] = _RUN
+            nl += 1
+            sp_used[sp] = True
+        else:
+            state[s] = _DONE
+        if last[sp] == s:
+            last[sp] = -1
+    live[r] = nl
+    arrived[r] = 0
+
+
+@numba.njit(cache=True)
 def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, issue_width,
            pc, icache_line_shift, icache_miss, icache_prefetch,
            op, ndst, dst, nsrc, src, width, level, sectors, l2_sectors, dram_sectors, waves,
@@ -107,27 +138,9 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
     # Start the first blocks.
     for r in range(R):
         if next_block < n_blocks:
-            slot_block[r] = next_block
-            nl = 0
-            for w in range(W):
-                s = r * W + w
-                a = warp_off[next_block * W + w]
-                b = warp_off[next_block * W + w + 1]
-                ptr[s] = a
-                end[s] = b
-                wstart[s] = now + block_start
-                born[s] = now
-                for q in range(256):
-                    reg_ready[s, q] = 0
-                mem_out[s] = 0
-                if b > a:
-                    state[s] = _RUN
-                    nl += 1
-                    sp_used[s % P] = True
-                else:
-                    state[s] = _DONE
-            live[r] = nl
-            arrived[r] = 0
+            _start_block(r, next_block, now, W, P, warp_off, block_start, slot_block, live,
+                         arrived, ptr, end, wstart, born, reg_ready, mem_out, state, sp_used,
+                         last)
             next_block += 1
 
     best_t = np.zeros(P, np.int64)
@@ -313,30 +326,9 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
                 if live[r] == 0:
                     # The block is done: the block scheduler starts the next one here.
                     if next_block < n_blocks:
-                        slot_block[r] = next_block
-                        nl = 0
-                        for w in range(W):
-                            s2 = r * W + w
-                            a = warp_off[next_block * W + w]
-                            b = warp_off[next_block * W + w + 1]
-                            ptr[s2] = a
-                            end[s2] = b
-                            wstart[s2] = now + 1 + block_start
-                            born[s2] = now + 1
-                            for q in range(256):
-                                reg_ready[s2, q] = 0
-                            mem_out[s2] = 0
-                            last_sp = s2 % P
-                            if b > a:
-                                state[s2] = _RUN
-                                nl += 1
-                                sp_used[last_sp] = True
-                            else:
-                                state[s2] = _DONE
-                            if last[last_sp] == s2:
-                                last[last_sp] = -1
-                        live[r] = nl
-                        arrived[r] = 0
+                        _start_block(r, next_block, now + 1, W, P, warp_off, block_start,
+                                     slot_block, live, arrived, ptr, end, wstart, born,
+                                     reg_ready, mem_out, state, sp_used, last)
                         next_block += 1
                         any_live = True
                     else:
