@@ -195,6 +195,15 @@ _BARE_SKIP = (
 )
 
 
+# Stats lines known by how their key starts, and what the parser does with each (first match).
+_PREFIX_TAGS = (
+    ("gpgpu_silicon_slowdown", "end"), ("n_cmd", "ncmd"), ("n_activity", "nact"),
+    ("mrqq:", "mrqq"), ("DRAM[", "dram"), ("traffic_breakdown_", "traffic"),
+    ("total dram reads", "reads"), ("total dram writes", "writes"),
+    ("gpgpu_simulation_time", "simtime"), ("gpgpu_simulation_rate", "simrate"),
+)
+
+
 def _classify(k: str) -> object:
     """What to do with a stats line whose text before the first '=' is ``k`` (cached)."""
     s = k.strip()
@@ -203,26 +212,9 @@ def _classify(k: str) -> object:
                      "mf_lat_table", "icnt2mem_lat_table", "icnt2sh_lat_table",
                      "mf_lat_pw_table")):
         return _SKIP
-    if s.startswith("gpgpu_silicon_slowdown"):
-        return "end"
-    if s.startswith("n_cmd"):
-        return "ncmd"
-    if s.startswith("n_activity"):
-        return "nact"
-    if s.startswith("mrqq:"):
-        return "mrqq"
-    if s.startswith("DRAM["):
-        return "dram"
-    if s.startswith("traffic_breakdown_"):
-        return "traffic"
-    if s.startswith("total dram reads"):
-        return "reads"
-    if s.startswith("total dram writes"):
-        return "writes"
-    if s.startswith("gpgpu_simulation_time"):
-        return "simtime"
-    if s.startswith("gpgpu_simulation_rate"):
-        return "simrate"
+    for prefix, tag in _PREFIX_TAGS:
+        if s.startswith(prefix):
+            return tag
     if s == "kernel_launch_uid":
         return "uid"
     if s == "kernel_stream_id":
@@ -311,7 +303,6 @@ def parse_log(text: str) -> ParsedLog:
     pending = LaunchInfo()
     block: KernelBlock | None = None
     dram_ch = False  # inside a per-channel DRAM block
-    table_prefix = ""  # "dram_bank_table" rows after their headings
     in_options = False
 
     outside_known = _OUTSIDE_KNOWN
