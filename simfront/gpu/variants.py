@@ -124,13 +124,19 @@ def _short(v: Any) -> str:
     return str(v)
 
 
-def _with_clock(gpu: GPU, value: Any) -> GPU:
+def _positive(kind, value: Any, param: str, magnitude):
+    """``value`` parsed as a quantity of ``kind``; errors name the variant parameter."""
     try:
-        f = Frequency.parse(value)
+        q = kind.parse(value)
     except (ValueError, TypeError) as exc:
-        raise _fail(str(exc), "clock") from exc
-    if f.hz <= 0:
-        raise _fail(f"clock must be positive, got {value!r}", "clock")
+        raise _fail(str(exc), param) from exc
+    if magnitude(q) <= 0:
+        raise _fail(f"{param} must be positive, got {value!r}", param)
+    return q
+
+
+def _with_clock(gpu: GPU, value: Any) -> GPU:
+    f = _positive(Frequency, value, "clock", lambda q: q.hz)
     k = Fraction(f.hz, gpu.clocks.core.hz)
     c = gpu.clocks
     return gpu.replace(clocks=dataclasses.replace(
@@ -139,12 +145,7 @@ def _with_clock(gpu: GPU, value: Any) -> GPU:
 
 
 def _with_dram_bandwidth(gpu: GPU, value: Any) -> GPU:
-    try:
-        bw = Bandwidth.parse(value)
-    except (ValueError, TypeError) as exc:
-        raise _fail(str(exc), "dram_bandwidth") from exc
-    if bw.bytes_per_s <= 0:
-        raise _fail(f"dram_bandwidth must be positive, got {value!r}", "dram_bandwidth")
+    bw = _positive(Bandwidth, value, "dram_bandwidth", lambda q: q.bytes_per_s)
     d = gpu.dram
     per_clock = d.bus_width_bits // 8 * d.transfers_per_clock
     return gpu.replace(dram=dataclasses.replace(
@@ -152,12 +153,7 @@ def _with_dram_bandwidth(gpu: GPU, value: Any) -> GPU:
 
 
 def _with_l2_size(gpu: GPU, value: Any) -> GPU:
-    try:
-        size = Size.parse(value)
-    except (ValueError, TypeError) as exc:
-        raise _fail(str(exc), "l2_size") from exc
-    if size.bytes <= 0:
-        raise _fail(f"l2_size must be positive, got {value!r}", "l2_size")
+    size = _positive(Size, value, "l2_size", lambda q: q.bytes)
     l2 = gpu.l2
     banks = l2.banks(gpu.dram.channels)
     legal = legal_set_counts(l2.set_hash)
