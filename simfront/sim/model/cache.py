@@ -50,6 +50,19 @@ class CacheState:
 
 
 @numba.njit(cache=True, inline="always")
+def _sort_prefix(a, m):
+    """Sort ``a[:m]`` in place: insertion sort, near linear on the mostly ascending addresses
+    of a warp's lanes, and no allocation."""
+    for i in range(1, m):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+@numba.njit(cache=True, inline="always")
 def _set_index(line, n_sets, hash_kind):
     if hash_kind == HASH_LINEAR:
         return line % n_sets
@@ -155,13 +168,7 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
             worst = 0
             # Distinct words per bank (a word counts once however many lanes read it):
             # sort (lanes mostly ascend, so insertion sort is near linear), then count.
-            for a in range(1, m):
-                v = words[a]
-                b = a - 1
-                while b >= 0 and words[b] > v:
-                    words[b + 1] = words[b]
-                    b -= 1
-                words[b + 1] = v
+            _sort_prefix(words, m)
             for q in range(m):
                 if q > 0 and words[q] == words[q - 1]:
                     continue
@@ -187,13 +194,7 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
                     secs[m] = s
                     m += 1
         # Sort and deduplicate in place (a warp touches a few sectors; no allocation).
-        for a in range(1, m):
-            v = secs[a]
-            b = a - 1
-            while b >= 0 and secs[b] > v:
-                secs[b + 1] = secs[b]
-                b -= 1
-            secs[b + 1] = v
+        _sort_prefix(secs, m)
         nu = 0
         for a in range(m):
             if nu == 0 or secs[a] != secs[nu - 1]:
