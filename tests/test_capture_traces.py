@@ -68,7 +68,9 @@ def test_mamba2_tiny_launch_apis_and_headers_match_launch_records():
     assert rep.ok and not rep.defects, [str(f) for f in rep.findings][:5]
 
 
-@pytest.mark.parametrize("name,n", [("mamba2_lm-tiny", 197), ("mamba1_lm-tiny", 151)])
+@pytest.mark.parametrize("name,n", [("mamba2_lm-tiny", 197), ("mamba1_lm-tiny", 151),
+                                    ("hybrid_lm-tiny", 142), ("mambavision-tiny", 551),
+                                    ("graphmamba-tiny", 409), ("mamba2_lm-paper", 232)])
 def test_kernel_list_matches_ncu_one_to_one(name, n):
     """The ncu profile of the same step, stored beside the set: every launch pairs by name
     in order. Grid/block of Triton-autotuned kernels may differ (two processes autotune)."""
@@ -123,3 +125,61 @@ def test_smoke_app_launch_apis():
     assert counts[5] == counts[7] and counts[6] == counts[8]
     # the Ex launch asked for 2048 bytes of dynamic shared memory
     assert ks[1].header.shmem == 2048
+
+
+# What each workload's step must contain beyond the GEMMs, by kernel name.
+SUITE = {
+    # Mamba2 SSD kernels and attention through torch SDPA (cuDNN's flash kernels on sm_90)
+    "hybrid_lm-tiny": SSD + ["sdpa_sm90_flash_fprop", "sdpa_sm90_flash_bprop"],
+    # the MambaVision mixer's selective scan, its attention blocks and the conv stages
+    "mambavision-tiny": ["selective_scan_fwd_kernel", "selective_scan_bwd_kernel",
+                         "sdpa_sm90_flash_fprop", "fprop_implicit_gemm"],
+    # message passing (torch_geometric scatter/gather) and the Mamba layer over node order
+    "graphmamba-tiny": ["_scatter_gather_elementwise_kernel", "selective_scan_fwd_kernel",
+                        "selective_scan_bwd_kernel"],
+    "mamba2_lm-paper": SSD + ["cunn_SoftMaxForward"],
+    "mamba1_lm-paper": ["selective_scan_fwd_kernel", "selective_scan_bwd_kernel"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_suite_step_holds_its_kernels_with_valid_headers(name):
+    d = stored(name)
+    hs = headers(d)
+    names = [h.name for h in hs]
+    missing = [k for k in SUITE[name] if not any(k in n for n in names)]
+    assert not missing, missing
+    assert any("nvjet_sm90" in n for n in names), "no cuBLAS sm90 GEMM traced"
+    assert {h.binary_version for h in hs} == {90}
+    side = window_launches(read_sidecar(d / "launches.jsonl"))
+    assert len(side) == len(hs)
+    rep = validate_trace_set(d, "simfront", sidecar=side)
+    assert rep.ok and not rep.defects, [str(f) for f in rep.findings][:5]
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert manifest["workload"]["name"] == name.rsplit("-", 1)[0]
+    assert manifest["gpu"].startswith("NVIDIA H100")
+
+
+@pytest.mark.parametrize("name", ["mamba2_lm-paper", "mamba1_lm-paper"])
+def test_paper_captures_carry_a_census_of_every_sampled_launch(name):
+    """A sampled launch's header counts the warp instructions of every block (tracer 1.1):
+    at least what the traced blocks hold, and for the persistent cuBLAS GEMMs much more
+    than N/T times it, since their traced blocks got fewer tiles."""
+    d = stored(name)
+    sampled = 0
+    under = []
+    for k in TraceSet(d).kernels():
+        h = k.header
+        traced, total = tb_sampling(h)
+        if traced == total:
+            continue
+        sampled += 1
+        census = int(dict(h.extra)["tb census"].split()[0])
+        n = k.instruction_count()
+        assert census >= n, (k.path.name, census, n)
+        if census > 1.5 * n * total / traced:
+            under.append(h.name)
+    assert sampled > 50
+    if name == "mamba2_lm-paper":
+        # the LM head's GEMM: traced blocks did ~1/3 of an average block's work
+        assert any("nvjet_sm90_tst_160x256" in n for n in under), under

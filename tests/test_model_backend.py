@@ -97,3 +97,113 @@ def test_a_sampled_trace_stands_for_its_whole_grid():
     small._header = replace(k.header, grid=(traced, 1, 1), extra=())
     rec_small = simulate_kernel(small, load_gpu("h100"), cache=False)
     assert rec["cycles"] > rec_small["cycles"]
+
+
+# A persistent cuBLAS sm90 GEMM (grid = 132 = SM count, 8 blocks traced), shipped with the
+# census of tracer 1.1.
+PERSISTENT_GEMM = ("mamba2_lm-paper", "kernel-53435.traceg.xz")
+
+
+def _header_lines(path):
+    with lzma.open(path, "rt") as f:
+        lines = []
+        for i, text in enumerate(f, start=1):
+            if not text.startswith("-"):
+                break
+            lines.append((i, text.rstrip("\n")))
+    return lines
+
+
+def test_header_census_line_parses_to_its_count():
+    from simfront.paths import repo_dir
+    from simfront.traces.header import parse_header
+
+    path = repo_dir("traces").joinpath(*PERSISTENT_GEMM)
+    lines = [(i, t) for i, t in _header_lines(path) if not t.startswith("-tb census")]
+    assert parse_header(lines, path).census_warp_instructions is None
+    at = next(j for j, (_, t) in enumerate(lines) if t.startswith("-tb sampling")) + 1
+    with_census = lines[:at] + [(99, "-tb census = 12345 warp instructions")] + lines[at:]
+    h = parse_header(with_census, path)
+    assert h.census_warp_instructions == 12345
+    assert ("tb census", "12345 warp instructions") in h.extra
+    assert h.sampled_blocks == (8, 132)  # the sampling line still reads
+    unreadable = lines[:at] + [(99, "-tb census = lots")] + lines[at:]
+    assert parse_header(unreadable, path).census_warp_instructions is None
+
+
+def _with_census(src, dst, census):
+    """A plain-text copy of ``src`` whose census line says ``census`` (None: no line)."""
+    out = []
+    with lzma.open(src, "rt") as f:
+        for text in f:
+            if text.startswith("-tb census"):
+                continue
+            out.append(text)
+            if text.startswith("-tb sampling") and census is not None:
+                out.append(f"-tb census = {census} warp instructions\n")
+    dst.write_text("".join(out))
+    return dst
+
+
+def test_a_census_scales_counts_by_work_and_stretches_sm0_time(tmp_path):
+    """Where the census says the grid did twice what N/T times the traced blocks suggests
+    (the traced blocks got fewer tiles), the whole-grid counts double and SM 0's time grows
+    with them; a census equal to N/T times the traced work changes nothing."""
+    from simfront.gpu import load_gpu
+    from simfront.paths import repo_dir
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import KernelTrace
+
+    gpu = load_gpu("h100")
+    src = repo_dir("traces").joinpath(*PERSISTENT_GEMM)
+    traced_insts = KernelTrace(src).instruction_count()
+    traced, total = KernelTrace(src).header.sampled_blocks
+    by_blocks = traced_insts * total / traced
+
+    def run(name, census):
+        k = KernelTrace(_with_census(src, tmp_path / f"{name}.traceg", census))
+        assert k.header.census_warp_instructions == census
+        return simulate_kernel(k, gpu, cache=False)
+
+    plain = run("plain", None)
+    same = run("same", round(by_blocks))
+    double = run("double", round(2 * by_blocks))
+    assert plain["instructions"] == pytest.approx(by_blocks)
+    assert plain["sim_sample_scale"] == pytest.approx(total / traced)
+    assert plain["sim_work_scale"] == 1.0
+
+    assert same["instructions"] == pytest.approx(plain["instructions"], rel=1e-6)
+    assert same["cycles"] == pytest.approx(plain["cycles"], rel=1e-6)
+    assert same["sim_work_scale"] == pytest.approx(1.0, rel=1e-6)
+
+    assert double["instructions"] == pytest.approx(2 * plain["instructions"], rel=1e-6)
+    assert double["thread_instructions"] == pytest.approx(2 * plain["thread_instructions"],
+                                                          rel=1e-6)
+    assert double["sim_flops"] == pytest.approx(2 * plain["sim_flops"], rel=1e-6)
+    assert double["sim_work_scale"] == pytest.approx(2.0, rel=1e-6)
+    # the same blocks were simulated; SM 0's time is stretched, the launch overhead is not
+    assert double["sim_timed_instructions"] == plain["sim_timed_instructions"]
+    assert double["sim_sm_cycles"] == pytest.approx(2 * plain["sim_sm_cycles"], rel=1e-6)
+    assert double["cycles"] > 1.5 * plain["cycles"]
+    assert double["cycles"] - double["sim_launch_cycles"] == pytest.approx(
+        2 * (plain["cycles"] - plain["sim_launch_cycles"]), rel=1e-6)
+
+
+def test_the_shipped_census_is_what_the_model_counts():
+    """The shipped GEMM trace with its own census: the record's instructions are the
+    census, and the work scale is the census over N/T times the traced work."""
+    from simfront.gpu import load_gpu
+    from simfront.paths import repo_dir
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import KernelTrace
+
+    k = KernelTrace(repo_dir("traces").joinpath(*PERSISTENT_GEMM))
+    census = k.header.census_warp_instructions
+    assert census is not None
+    traced, total = k.header.sampled_blocks
+    rec = simulate_kernel(k, load_gpu("h100"), cache=False)
+    assert rec["instructions"] == pytest.approx(census)
+    assert rec["sim_work_scale"] == pytest.approx(
+        census / (k.instruction_count() * total / traced))
+    for c in rec:
+        assert is_known_column(c), c

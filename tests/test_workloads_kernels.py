@@ -29,6 +29,22 @@ def test_paper_step_launches_what_the_h100_profile_holds(shared_data, name, stem
     assert check_kernels(names, get_spec(name).config("paper")) == []
 
 
+@pytest.mark.parametrize("trace_set,name,preset", [
+    ("mamba2_lm-tiny", "mamba2_lm", "tiny"), ("mamba1_lm-tiny", "mamba1_lm", "tiny"),
+    ("hybrid_lm-tiny", "hybrid_lm", "tiny"), ("mambavision-tiny", "mambavision", "tiny"),
+    ("graphmamba-tiny", "graphmamba", "tiny"), ("mamba2_lm-paper", "mamba2_lm", "paper"),
+    ("mamba1_lm-paper", "mamba1_lm", "paper")])
+def test_captured_steps_launch_what_is_expected(repo_root, trace_set, name, preset):
+    """The H100 captures of every workload (trace headers carry mangled names)."""
+    from simfront.traces.reader import TraceSet
+
+    d = repo_root / "traces" / trace_set
+    if not (d / "kernelslist.g").exists():
+        pytest.skip(f"trace set {trace_set} not shipped")
+    names = [k.header.name for k in TraceSet(d).kernels()]
+    assert check_kernels(names, get_spec(name).config(preset)) == []
+
+
 def test_missing_triton_kernels_are_reported(shared_data):
     """What the 2024 tracer's blind spot looks like: every Triton launch gone."""
     names = _kernel_names(shared_data / "h100" / "ncu", "mamba2_lm_2x768_L2048_B4")

@@ -90,6 +90,24 @@ def job_profile(label: str, step: Step, trace_label: str | None = None, metrics=
         emit({"job": "profile", "label": label, "error": f"{type(exc).__name__}: {exc}"[:3000]})
 
 
+def job_run(label: str, step: Step, timeout=240) -> None:
+    """The step untraced and unprofiled: does it run on the GPU, and how long is a step."""
+    from simfront.capture.driver import STEP_ENV, run_logged
+
+    out = WORK / f"run_{label}"
+    out.mkdir(parents=True, exist_ok=True)
+    rec = run_logged(step.command(out / "summary.json"), dict(STEP_ENV), out / "run.log",
+                     timeout)
+    summ = {}
+    if (out / "summary.json").exists():
+        summ = json.loads((out / "summary.json").read_text())
+    emit({"job": "run", "label": label, "rc": rec.returncode, "wall_s": round(rec.wall_s, 1),
+          "step_ms": summ.get("step_ms"), "losses": summ.get("losses"),
+          "params": summ.get("params"), "impl": summ.get("impl"),
+          "device_name": summ.get("device_name"),
+          "log_tail": "" if rec.returncode == 0 else Path(rec.log).read_text()[-1500:]})
+
+
 def lm(name: str, **kw) -> Step:
     return Step(name, "tiny", iterations=kw.pop("iterations", 2), window_iteration=1, **kw)
 
@@ -126,7 +144,21 @@ JOBS = {
                    job_profile("graph_step", Step(str(ROOT / "bench/device/graph_step.py")),
                                "graph_step")),
     # paper-size steps: profile only (tracing them whole is what sampling is for)
-    "m2p": lambda: job_profile("mamba2_paper", Step("mamba2_lm", "paper", 2, 1), None, "core"),
+    "hyprof": lambda: job_profile("hybrid_tiny", lm("hybrid_lm"), "hybrid_tiny"),
+    # paper presets, untraced: each runs on the H100, step time
+    "runp": lambda: [job_run(f"{w}_paper", Step(w, "paper", 4, 3), timeout=200)
+                     for w in ("mambavision", "graphmamba", "hybrid_lm", "mamba1_lm",
+                               "mamba2_lm")],
+    # Mamba2 paper step traced with a CTA cap: the trace the paper-size balance study needs
+    "m2ps": lambda: job_trace("mamba2_paper", Step("mamba2_lm", "paper", 2, 1),
+                              sample="first:8", timeout=360),
+    "m1ps": lambda: job_trace("mamba1_paper", Step("mamba1_lm", "paper", 2, 1),
+                              sample="first:8", timeout=300),
+    "hyp": lambda: job_profile("hybrid_paper", Step("hybrid_lm", "paper", 2, 1), None, "core"),
+    "gmp": lambda: job_profile("graphmamba_paper", Step("graphmamba", "paper", 2, 1), None,
+                               "core"),
+    "m2p": lambda: job_profile("mamba2_paper", Step("mamba2_lm", "paper", 2, 1), "mamba2_paper",
+                                "core"),
     "mvp": lambda: job_profile("mambavision_paper", Step("mambavision", "paper", 2, 1), None,
                                "core"),
 }

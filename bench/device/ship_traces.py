@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -23,6 +24,14 @@ from simfront.capture.launches import read_sidecar, window_launches  # noqa: E40
 from simfront.capture.tracers import Sampling, Tracer, Window  # noqa: E402
 from simfront.capture.validate import validate_trace_set  # noqa: E402
 
+# capture label (bench/device/capture_suite.py), workload, preset, the CTA sampling it ran with
+SETS = (("mamba2_tiny", "mamba2_lm", "tiny", Sampling(1, 32)),
+        ("mamba1_tiny", "mamba1_lm", "tiny", Sampling(1, 32)),
+        ("hybrid_tiny", "hybrid_lm", "tiny", Sampling()),
+        ("mambavision_tiny", "mambavision", "tiny", Sampling()),
+        ("graphmamba_tiny", "graphmamba", "tiny", Sampling()),
+        ("mamba2_paper", "mamba2_lm", "paper", Sampling(1, 8)),
+        ("mamba1_paper", "mamba1_lm", "paper", Sampling(1, 8)))
 MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda": "13.0"}
 
 
@@ -49,6 +58,11 @@ def ship(cap: Path, name: str, step: Step, sampling: Sampling, store: Path,
     man.update({k: v for k, v in MACHINE.items() if not man.get(k) or k != "gpu"})
     man["capture_stats"] = info.get("stats")
     (Path(dest) / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")
+    # paths of the capture and shipping machines' scratch folders say nothing in the repo
+    for meta in ("manifest.json", "capture.json"):
+        f = Path(dest) / meta
+        if f.exists():
+            f.write_text(re.sub(r"/tmp/", "$TMPDIR/", f.read_text()))
     print("registered", dest)
 
 
@@ -66,10 +80,10 @@ def main() -> None:
                 return p
         return None
 
-    for label, wl in (("mamba2_tiny", "mamba2_lm"), ("mamba1_tiny", "mamba1_lm")):
+    for label, wl, preset, sampling in SETS:
         cap = args.root / f"trace_{label}"
         if cap.exists():
-            ship(cap, f"{wl}-tiny", Step(wl, "tiny", 2, 1), Sampling(1, 32), args.store,
+            ship(cap, f"{wl}-{preset}", Step(wl, preset, 2, 1), sampling, args.store,
                  ncu_for(label))
 
 

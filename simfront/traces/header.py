@@ -31,6 +31,7 @@ _KEYS = {
 }
 _ATTR_TO_KEY = {v: k for k, v in _KEYS.items()}
 _SAMPLED = re.compile(r"traced\s+(\d+)\s+of\s+(\d+)")
+_CENSUS = re.compile(r"^(\d+)\s+warp\s+instructions\b")
 _DIM = re.compile(r"^\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)$")
 
 
@@ -77,6 +78,18 @@ class KernelHeader:
                 m = _SAMPLED.search(value)
                 if m and int(m[1]) < int(m[2]):
                     return int(m[1]), int(m[2])
+        return None
+
+    @property
+    def census_warp_instructions(self) -> int | None:
+        """Warp instructions executed by every block of a sampled launch (simfront tracer
+        1.1 writes ``-tb census = W warp instructions``): the sampled blocks' work can differ
+        from an average block's, so a model scales by this rather than by block count.
+        None when the header has no readable census (older traces, unsampled launches)."""
+        for key, value in self.extra:
+            if key == "tb census":
+                m = _CENSUS.match(value)
+                return int(m[1]) if m else None
         return None
 
     def with_fields(self, **changes) -> "KernelHeader":

@@ -43,8 +43,14 @@ class KernelExpectation:
 
 
 def base_name(kernel_name: str) -> str:
-    """``void selective_scan_fwd_kernel<...>(SSMParamsBase)`` -> ``selective_scan_fwd_kernel``."""
+    """``void selective_scan_fwd_kernel<...>(SSMParamsBase)`` -> ``selective_scan_fwd_kernel``;
+    a mangled name, as trace headers carry it (``_Z25selective_scan_fwd_kernelI...``), gives
+    the same."""
     name = kernel_name.strip()
+    if name.startswith("_Z"):
+        from simfront.analysis.categories import short_name
+
+        return short_name(name)
     if name.startswith("void "):
         name = name[5:]
     return re.split(r"[<(]", name, maxsplit=1)[0].strip()

@@ -17,6 +17,14 @@
 #define SF_LW_MAXCTA(w) ((uint32_t)((w) >> 36))
 #define SF_SENTINEL_SLOT 0xffffffu
 
+/* Census of a sampled launch: the managed launch-word block holds, after the word itself,
+ * SF_CENSUS_STRIPES counters of executed warp instructions over *every* CTA (one per SM
+ * modulo the stripe count, to spread the atomics). CTAs are not equal under sampling: the
+ * traced ones run ~1000x slower, so a persistent kernel's dynamic tile scheduler hands them
+ * fewer tiles, and N/T scaling alone under-counts its work (seen on cuBLAS sm90 GEMMs). */
+#define SF_CENSUS_STRIPES 64
+#define SF_CENSUS_OFFSET 8 /* in uint64 words from the launch word: its own cache line */
+
 typedef struct {
   uint32_t slot;     /* launch slot, SF_SENTINEL_SLOT for the flush marker */
   uint32_t sid;      /* static instruction id (host table) */

@@ -58,7 +58,7 @@
 #include "nvtx3/nvToolsExt.h"
 
 #define SF_TRACER_NAME "simfront-tracer"
-#define SF_TRACER_VERSION "1.0"
+#define SF_TRACER_VERSION "1.1"
 #define SF_FORMAT_VERSION "5"
 #define CHANNEL_SIZE (1l << 24)
 
@@ -111,6 +111,7 @@ struct KernelBuf {
   uint64_t gx, gy;
   uint64_t records = 0;
   size_t bytes = 0;
+  bool census = false; /* a sampled non-graph launch: count every CTA's warp instructions */
 };
 static std::mutex g_buf_mutex;
 static std::unordered_map<uint32_t, std::shared_ptr<KernelBuf>> g_bufs; /* by slot */
@@ -646,6 +647,9 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
     nvbit_set_at_launch(ctx, f, word, li.stream, graph_handle);
   } else {
     nvbit_set_at_launch(ctx, f, word);
+    kb->census = traced_ctas < nctas;
+    /* the previous launch has finished (launches are serialised here) */
+    for (int i = 0; i < SF_CENSUS_STRIPES; i++) g_cur_word[SF_CENSUS_OFFSET + i] = 0;
     *(volatile uint64_t *)g_cur_word = word;
   }
   g_traced++;
@@ -680,6 +684,19 @@ static void finish_launches(std::vector<std::shared_ptr<KernelBuf>> &kbs) {
     enqueue_write(kb);
   }
   kbs.clear();
+}
+
+/* After the launch has finished: its census goes into the header, beside the sampling line,
+ * as "-tb census = W warp instructions" (W over every CTA of the grid). */
+static void add_census(KernelBuf &kb) {
+  unsigned long long total = 0;
+  for (int i = 0; i < SF_CENSUS_STRIPES; i++)
+    total += ((volatile uint64_t *)g_cur_word)[SF_CENSUS_OFFSET + i];
+  char line[96];
+  snprintf(line, sizeof line, "-tb census = %llu warp instructions\n", total);
+  size_t at = kb.header.find("\n#traces format");
+  if (at == std::string::npos) at = kb.header.size();
+  kb.header.insert(at, line);
 }
 
 static std::shared_ptr<KernelBuf> g_pending; /* launch in flight (non-graph) */
@@ -733,6 +750,7 @@ static void on_launch(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, void *p
     g_pending.reset();
     flush_channel(ctx);
     *(volatile uint64_t *)g_cur_word = 0;
+    if (v[0]->census) add_census(*v[0]);
     finish_launches(v);
   }
 }
@@ -869,8 +887,9 @@ void nvbit_tool_init(CUcontext ctx) {
   nvbit_find_function_by_name(ctx, cs->mod, "sf_flush", &cs->flush_fn);
   cudaMallocManaged(&cs->ch_dev, sizeof(ChannelDev));
   if (!g_cur_word) {
-    cudaMallocManaged(&g_cur_word, sizeof(uint64_t));
-    *g_cur_word = 0;
+    const size_t words = SF_CENSUS_OFFSET + SF_CENSUS_STRIPES;
+    cudaMallocManaged(&g_cur_word, words * sizeof(uint64_t));
+    memset(g_cur_word, 0, words * sizeof(uint64_t));
   }
   cs->recv_run = true;
   cs->ch_host.init((int)g_ctx.size() - 1, CHANNEL_SIZE, cs->ch_dev, recv_main, cs);

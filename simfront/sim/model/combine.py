@@ -1,7 +1,7 @@
 """From a KernelRun to the per-kernel record: kernel cycles, stall shares and the limiter.
 
-    active  = max(SM 0's issue-model time, whole-GPU DRAM bytes / DRAM bytes per clock,
-                  whole-GPU L2 sectors x sector / L2 bytes per clock)
+    active  = max(SM 0's issue-model time x work scale, whole-GPU DRAM bytes / DRAM bytes
+                  per clock, whole-GPU L2 sectors x sector / L2 bytes per clock)
     cycles  = launch overhead + active
 
 Stall shares are shares of the kernel's cycles: ``stall_launch`` is the launch overhead,
@@ -33,7 +33,10 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     l2_bytes = float(t[2] * sector)
     t_dram = (dram_read + dram_write) / run.dram_bytes_per_clk
     t_l2 = l2_bytes / run.l2_bytes_per_clk
-    t_sm = float(run.t_sm)
+    # The work scale (a sampled trace's census over its traced blocks' share) stretches
+    # SM 0's time as a whole; busy and occupancy are ratios within the simulated run.
+    t_sim = float(run.t_sm)
+    t_sm = t_sim * run.prep.work_scale
     active = max(t_sm, t_dram, t_l2, 1.0)
     launch_c = float(params.launch_cycles)
     cycles = launch_c + active
@@ -58,11 +61,11 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         if pipe == "other":
             continue
         units = sm.units(pipe) if pipe != "other" else 1
-        denom = max(1, units) * P * max(t_sm, 1.0)
+        denom = max(1, units) * P * max(t_sim, 1.0)
         busy[pipe] = float(run.pipe_busy[i]) / denom
 
     bound = _bound(shares, busy)
-    occ = run.warp_cycles / max(t_sm, 1.0) / sm.max_warps
+    occ = run.warp_cycles / max(t_sim, 1.0) / sm.max_warps
     rec = {
         "cycles": cycles,
         "time_us": cycles / clock * 1e6,
@@ -98,6 +101,8 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         "sim_timed_blocks": run.timed_blocks,
         "sim_timed_instructions": run.timed_instructions,
         "sim_flops": run.prep.flops,
+        "sim_sample_scale": run.prep.sample_scale,
+        "sim_work_scale": run.prep.work_scale,
     })
     return rec
 

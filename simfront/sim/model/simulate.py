@@ -53,7 +53,7 @@ class KernelRun:
 
     prep: "Prepared"
     occ: object
-    t_sm: int
+    t_sm: int                   # SM 0's simulated clocks, before ``prep.work_scale``
     stall: np.ndarray           # [sub_partitions, reasons]
     pipe_busy: np.ndarray       # unit-busy clocks on SM 0
     issued_pipe: np.ndarray
@@ -151,6 +151,11 @@ class Prepared:
     wall_s: float
 
     cache_key: tuple = ()
+    #: what the trace's counts were multiplied by to stand for the whole grid (1: unsampled)
+    sample_scale: float = 1.0
+    #: what SM 0's simulated time is multiplied by: the work of an average block over that
+    #: of the traced blocks (1 without a census; see prepare_kernel)
+    work_scale: float = 1.0
 
 
 def cache_key(gpu) -> tuple:
@@ -170,7 +175,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     B = max(1, ln.n_blocks)
     active = min(S, B)
     # A sampled trace (the tracer kept T of the grid's N blocks) stands for the whole grid:
-    # counts are scaled by N/T, and SM 0's share of the grid is timed on traced blocks.
+    # counts are scaled by N/T (by the census, where the header has one), and SM 0's share
+    # of the grid is timed on traced blocks.
     sampled = header.sampled_blocks
     sm0_blocks = -(-B // S)
     W = occ.warps_per_block
@@ -233,8 +239,18 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     if table is None:
         raise TraceFormatError("kernel trace holds no instructions", kernel.path)
     n_blocks_trace = max_tb + 1
+    scale = work_scale = 1.0
     if sampled:
         scale = B / n_blocks_trace
+        census = header.census_warp_instructions
+        if census:
+            # The census counts every block's warp instructions. Traced blocks can do less
+            # work than an average one: a persistent kernel's dynamic tile scheduler hands
+            # the slow, instrumented blocks fewer tiles (~29% of an average block's work on
+            # the LM-head GEMM). Counts then scale by work, and SM 0's time by how far that
+            # is from N/T.
+            work_scale = (census / n_instr) / scale
+            scale = census / n_instr
         n_instr *= scale
         n_thread *= scale
         pipe_counts *= scale
@@ -260,7 +276,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         n_timed_blocks = sm0_blocks
     return Prepared(ln, occ, S, active, n_blocks_trace, n_instr, n_thread, pipe_counts, flops,
                     totals, table, cols, warp_off, n_timed_blocks,
-                    time.perf_counter() - t0, cache_key(gpu))
+                    time.perf_counter() - t0, cache_key(gpu),
+                    sample_scale=scale, work_scale=work_scale)
 
 
 def _repeat_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int):
