@@ -144,6 +144,8 @@ JOBS = {
                    job_profile("graph_step", Step(str(ROOT / "bench/device/graph_step.py")),
                                "graph_step")),
     # paper-size steps: profile only (tracing them whole is what sampling is for)
+    "m1p": lambda: job_profile("mamba1_paper", Step("mamba1_lm", "paper", 2, 1), "mamba1_paper",
+                               "core"),
     "hyprof": lambda: job_profile("hybrid_tiny", lm("hybrid_lm"), "hybrid_tiny"),
     # paper presets, untraced: each runs on the H100, step time
     "runp": lambda: [job_run(f"{w}_paper", Step(w, "paper", 4, 3), timeout=200)
