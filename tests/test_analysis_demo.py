@@ -18,6 +18,20 @@ def test_sample_trace_sets_are_found():
                         for p in sets)
 
 
+def test_demo_takes_the_tiny_whole_step_captures_only():
+    """The paper-size captures would make the demo minutes longer; they have their own study."""
+    import json
+
+    from simfront.analysis.demo import sample_trace_sets
+    sets = sample_trace_sets()
+    presets = {json.loads((p / "manifest.json").read_text())["workload"].get("preset")
+               for p in sets}
+    if not any("paper" in p.name for p in repo_dir("traces").iterdir()):
+        pytest.skip("no paper-size capture shipped")
+    assert presets == {"tiny"}
+    assert not any(p.name.endswith("-paper") for p in sets)
+
+
 def test_demo_on_the_smallest_sample(tmp_path):
     from simfront.analysis.demo import run_demo
     from simfront.analysis.studies import load_sweep_records

@@ -26,8 +26,9 @@ def _is_trace_set(p: Path) -> bool:
 
 
 def _whole_step(p: Path) -> bool:
-    """A capture of a whole training step of a registered workload (not a slice of one, not a
-    test program): what a balance study is about."""
+    """A capture of a whole training step of a registered workload at its `tiny` preset (not
+    a slice of one, not a test program): what a balance study is about, at a size the demo
+    simulates in a minute or two (the paper-size captures are experiments/paper_balance.yaml's)."""
     import json
 
     from simfront.workloads.registry import WORKLOADS
@@ -37,7 +38,8 @@ def _whole_step(p: Path) -> bool:
     except (OSError, ValueError):
         return False
     workload = manifest.get("workload") or {}
-    return isinstance(workload, dict) and workload.get("name") in WORKLOADS
+    return (isinstance(workload, dict) and workload.get("name") in WORKLOADS
+            and workload.get("preset", "tiny") == "tiny")
 
 
 def sample_trace_sets(root: Path | None = None) -> list[Path]:
