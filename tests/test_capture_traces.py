@@ -175,7 +175,8 @@ def test_paper_captures_carry_a_census_of_every_sampled_launch(name):
         if traced == total:
             continue
         sampled += 1
-        census = int(dict(h.extra)["tb census"].split()[0])
+        census = h.census_warp_instructions
+        assert census is not None, k.path.name
         n = k.instruction_count()
         assert census >= n, (k.path.name, census, n)
         if census > 1.5 * n * total / traced:
