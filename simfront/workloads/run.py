@@ -46,12 +46,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set seqlen=256 (repeatable)")
     p.add_argument("--summary", type=Path, help="also write the JSON summary to this file")
+    p.add_argument("--timeline", type=Path, metavar="DIR",
+                   help="instead of bracketing a window for a tracer, time every kernel of a "
+                        "steady-state step with CUPTI (torch.profiler) into DIR/timeline-*.csv")
+    p.add_argument("--sms", default="all", metavar="N[,N...]",
+                   help="with --timeline: SM counts to time the step on (CUDA green "
+                        "contexts), 'all' for the whole GPU; e.g. all,96,64,32")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.timeline is not None:
+            return _timelines(args)
         from simfront.workloads.runner import run
         result = run(args.name, args.preset, args.iterations,
                      None if args.no_window else args.window, device=args.device,
@@ -63,6 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary is not None:
         write_text(args.summary, line + "\n")
     print(line, flush=True)
+    return 0
+
+
+def _timelines(args: argparse.Namespace) -> int:
+    from simfront.workloads.timelines import parse_sms, run_timelines
+    from simfront.workloads.workload import build
+
+    sms = parse_sms(args.sms)
+    wl = build(args.name, args.preset, device=args.device, impl=args.impl,
+               overrides=parse_sets(args.sets), amp=args.amp)
+    for s in run_timelines(wl, sms, args.timeline, warmup=max(1, args.iterations - 1)):
+        print(f"{s.label}: {s.launches} kernels, kernel {s.kernel_ms:.3f} ms, busy "
+              f"{s.busy_ms:.3f} ms, step {s.step_ms} ms", flush=True)
     return 0
 
 

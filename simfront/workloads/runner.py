@@ -67,7 +67,13 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
         window += iterations
     check_window(iterations, window)
     cuda = wl.device.startswith("cuda")
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def sync() -> None:
+        if cuda:
+            # the current stream first: under a green context (simfront.workloads.sm_subset)
+            # it belongs to another CUDA context than the one synchronize() waits on
+            torch.cuda.current_stream().synchronize()
+            torch.cuda.synchronize()
     times, losses = [], []
     for it in range(iterations):
         in_window = it == window

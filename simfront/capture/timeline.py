@@ -1,0 +1,171 @@
+"""Kernel timelines: every kernel launch of the windowed iteration with its start and
+duration, read from CUPTI through ``torch.profiler`` rather than ncu.
+
+ncu replays each kernel alone, so it measures kernels but not the step: the gaps between
+kernels, where the GPU waits for the host, are invisible to it. A timeline keeps them, and it
+costs the step almost nothing, so it is also how a step is timed under a hardware what-if
+(a green context holding a subset of the SMs, or another GPU) where ncu may not run.
+
+A timeline is written as a CSV in the layout of ``ncu --csv --page raw`` (a header row, a
+unit row, one row per launch) with the columns ``ID``, ``Kernel Name``, ``Grid Size``,
+``Block Size``, ``Stream``, ``gpu__time_duration.sum`` (ns) and ``start`` (ns from the first
+kernel's start), so :func:`simfront.stats.ncu.read_ncu_csv`, launch pairing and correlation
+read it as they read a profile. A ``timeline.json`` beside it holds the condition (device,
+SM count), the step's wall time and the GPU's busy share.
+
+Parsing is pure; only :class:`KernelTimer` needs torch.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from simfront.atomic import write_text
+from simfront.errors import InputError
+
+TIMELINE_FORMAT = 1
+COLUMNS = ("ID", "Kernel Name", "Grid Size", "Block Size", "Stream", "gpu__time_duration.sum",
+           "start")
+UNITS = ("", "", "", "", "", "nsecond", "nsecond")
+
+
+@dataclass(frozen=True)
+class KernelSpan:
+    """One kernel launch as CUPTI saw it."""
+
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    start_ns: float
+    dur_ns: float
+    stream: int = 0
+    regs: int | None = None
+    shmem: int | None = None
+
+
+@dataclass
+class TimelineSummary:
+    """What a timeline says of the step as a whole."""
+
+    label: str
+    device_name: str
+    sms: int | None                    # SMs the step ran on (None: the whole GPU)
+    launches: int
+    kernel_ms: float                   # summed kernel durations
+    busy_ms: float                     # union of kernel intervals: the GPU doing anything
+    span_ms: float                     # first kernel start to last kernel end
+    step_ms: float | None              # host wall time of the step, device synchronised
+    busy_share: float | None           # busy_ms / step_ms
+    extra: dict[str, Any] = field(default_factory=dict)
+    format: int = TIMELINE_FORMAT
+
+
+def _dim3(value: Any) -> tuple[int, int, int]:
+    v = list(value) if isinstance(value, (list, tuple)) else [value]
+    v = [int(x) for x in v] + [1, 1, 1]
+    return (v[0], v[1], v[2])
+
+
+def spans_from_chrome_trace(trace: dict[str, Any]) -> list[KernelSpan]:
+    """Kernel spans of a ``torch.profiler`` chrome trace (``export_chrome_trace``), in start
+    order. Kineto writes microseconds with nanosecond decimals."""
+    out = []
+    for ev in trace.get("traceEvents", []):
+        if ev.get("cat") != "kernel" or ev.get("ph") != "X":
+            continue
+        args = ev.get("args", {})
+        out.append(KernelSpan(name=str(ev.get("name", "")), grid=_dim3(args.get("grid", 1)),
+                              block=_dim3(args.get("block", 1)),
+                              start_ns=float(ev["ts"]) * 1e3, dur_ns=float(ev["dur"]) * 1e3,
+                              stream=int(args.get("stream", 0) or 0),
+                              regs=args.get("registers per thread"),
+                              shmem=args.get("shared memory")))
+    out.sort(key=lambda s: s.start_ns)
+    return out
+
+
+def busy_ns(spans: Iterable[KernelSpan]) -> float:
+    """Length of the union of the spans' intervals: kernels on several streams overlap."""
+    total, end = 0.0, None
+    for s in sorted(spans, key=lambda s: s.start_ns):
+        a, b = s.start_ns, s.start_ns + s.dur_ns
+        if end is None or a >= end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
+
+def summarize(spans: list[KernelSpan], label: str, device_name: str, sms: int | None,
+              step_ms: float | None, **extra: Any) -> TimelineSummary:
+    busy = busy_ns(spans) / 1e6
+    span = ((max(s.start_ns + s.dur_ns for s in spans) - spans[0].start_ns) / 1e6
+            if spans else 0.0)
+    return TimelineSummary(label=label, device_name=device_name, sms=sms, launches=len(spans),
+                           kernel_ms=round(sum(s.dur_ns for s in spans) / 1e6, 4),
+                           busy_ms=round(busy, 4), span_ms=round(span, 4),
+                           step_ms=None if step_ms is None else round(step_ms, 4),
+                           busy_share=round(busy / step_ms, 4) if step_ms else None,
+                           extra=extra)
+
+
+def write_timeline(path: str | Path, spans: list[KernelSpan]) -> None:
+    """The spans as an ncu-layout CSV (see the module's docstring)."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    w.writerow(COLUMNS)
+    w.writerow(UNITS)
+    t0 = spans[0].start_ns if spans else 0.0
+    for i, s in enumerate(spans):
+        w.writerow([i, s.name, "(%d, %d, %d)" % s.grid, "(%d, %d, %d)" % s.block, s.stream,
+                    f"{s.dur_ns:.0f}", f"{s.start_ns - t0:.0f}"])
+    write_text(Path(path), buf.getvalue())
+
+
+def read_timeline_json(path: str | Path) -> TimelineSummary:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read timeline summary: {exc}", path) from None
+    try:
+        return TimelineSummary(**data)
+    except TypeError as exc:
+        raise InputError(f"not a timeline summary ({exc})", path) from None
+
+
+def write_timeline_json(path: str | Path, summary: TimelineSummary) -> None:
+    write_text(Path(path), json.dumps(asdict(summary), indent=1, sort_keys=True) + "\n")
+
+
+class KernelTimer:
+    """Collects CUDA kernel spans between :meth:`start` and :meth:`stop` with
+    ``torch.profiler`` (CUPTI activity records: no replay, no serialisation)."""
+
+    def __init__(self) -> None:
+        self._prof = None
+        self.spans: list[KernelSpan] = []
+
+    def start(self) -> None:
+        import torch
+
+        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        self._prof.__enter__()
+
+    def stop(self, scratch: Path) -> list[KernelSpan]:
+        assert self._prof is not None, "start() first"
+        self._prof.__exit__(None, None, None)
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        self._prof.export_chrome_trace(str(scratch))
+        self.spans = spans_from_chrome_trace(json.loads(scratch.read_text()))
+        scratch.unlink()
+        self._prof = None
+        return self.spans
