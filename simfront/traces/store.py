@@ -230,7 +230,7 @@ class TraceStore:
             shutil.copy2(ts.kernelslist, tmp / "kernelslist.g")
             for ref in ts.kernel_refs:
                 shutil.copy2(src / ref.file, tmp / ref.file)
-            for extra in ("repairs.json",):
+            for extra in ("repairs.json", "multiplicity.txt"):
                 if (src / extra).is_file():
                     shutil.copy2(src / extra, tmp / extra)
             fields = dict(manifest_fields)
