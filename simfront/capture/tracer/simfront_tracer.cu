@@ -34,7 +34,8 @@
  * Deduplication: a launch is a repeat of an earlier traced launch when its function, grid,
  * block, dynamic shared memory and kernel-parameter bytes are equal, the parameter bytes
  * taken from cuFuncGetParamInfo's layout with every 8-byte-aligned word that lies inside a
- * device allocation (cuMemGetAddressRange) masked: the same layer's kernel on another
+ * device allocation (cuMemGetAddressRange) masked but for its low 7 bits (alignment and
+ * offset within a 128-byte line): the same layer's kernel on another
  * layer's tensors is one launch, a different size, stride or scalar is not. A repeat is not
  * instrumented; its sidecar record is {"kernel_id": N, "same_as": M, ...} and M's count
  * goes into multiplicity.txt. Graph kernel nodes are never merged (their parameters are
@@ -589,7 +590,10 @@ static bool masked_params(CUfunction fa, const LaunchInfo &li, std::string &out,
       CUdeviceptr base = 0;
       size_t len = 0;
       if (cuMemGetAddressRange_v2(&base, &len, (CUdeviceptr)v) == CUDA_SUCCESS && len) {
-        memset(&bytes[w], 0xff, 8);
+        /* the low 7 bits stay: a kernel may branch on its pointers' alignment (vector
+         * loads), and the offset within a 128-byte line sets the sectors it touches */
+        uint64_t m = ~0x7full | (v & 0x7f);
+        memcpy(&bytes[w], &m, 8);
         if (n_masked) (*n_masked)++;
       }
     }
