@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from simfront.errors import InputError
+from simfront.stats.launches import launch_weights
 
 #: Pipe (or limiter) names that count as tensor or vector; anything else is memory/latency.
 TENSOR_LIMITERS = frozenset({"tensor", "hmma", "hgmma", "tensor_core"})
@@ -149,7 +150,7 @@ def stop_paying_point(x: np.ndarray, speedup: np.ndarray, min_gain: float = 0.02
 class BalanceResult:
     ratios: np.ndarray                  # swept ratios, descending (fewer vector units first)
     baseline_ratio: float
-    kernel_time: pd.DataFrame           # kernels x ratios, time in ``unit``
+    kernel_time: pd.DataFrame           # kernels x ratios, time of one launch in ``unit``
     kernel_limiter: pd.DataFrame        # kernels x ratios, limiting pipe name
     kernels: pd.DataFrame               # per kernel: name, category, base time, share, best speedup
     step: pd.DataFrame                  # per ratio: time, speedup, tensor/vector/other-limited time
@@ -246,14 +247,18 @@ def balance_study(records: pd.DataFrame, ratio_col: str = "ratio",
     if "category" not in meta and "kernel_name" in meta:
         from simfront.analysis.categories import kernel_category
         meta["category"] = meta["kernel_name"].map(kernel_category)
+    # a record of a deduplicated set stands for several launches: the step counts each
+    w = (rec.assign(_w=launch_weights(rec)).groupby("_key")["_w"].first()
+         .reindex(time.index).fillna(1).to_numpy(float))
     base = time[baseline_ratio]
     kernels = meta.copy()
-    kernels["base_time"] = base
-    kernels["share"] = base / base.sum()
+    kernels["base_time"] = base                # one launch
+    kernels["launches"] = w.astype(int)
+    kernels["share"] = base * w / (base * w).sum()
     kernels["best_speedup"] = time.rdiv(base, axis=0).max(axis=1)
     kernels["limiter_at_base"] = lim[baseline_ratio]
 
-    T = time.to_numpy()
+    T = time.to_numpy() * w[:, None]           # every launch of each kernel
     cls = np.vectorize(limiter_class)(lim.to_numpy().astype(str))
     busy = _busy_shares(rec, time.index, ratios)
     step, crossing, crossing_busy = _step_table(T, cls, busy, ratios, baseline_ratio)

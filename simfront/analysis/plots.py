@@ -215,9 +215,9 @@ def limited_time(res) -> plt.Figure:
 
 
 def kernel_heatmap(res, top: int = 25) -> plt.Figure:
-    """Per-kernel speedup (rows: the kernels with the most base time) against the ratio,
+    """Per-kernel speedup (rows: the kernels with the most step time) against the ratio,
     each cell labelled with its limiting pipe."""
-    k = res.kernels.sort_values("base_time", ascending=False).head(top)
+    k = res.kernels.sort_values("share", ascending=False).head(top)
     t = res.kernel_time.loc[k.index]
     sp = t.rdiv(t[res.baseline_ratio], axis=0)
     lim = res.kernel_limiter.loc[k.index]

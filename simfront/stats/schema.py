@@ -33,6 +33,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("grid", "str", "", "grid dimensions 'x,y,z'"),
     Column("block", "str", "", "block dimensions 'x,y,z'"),
     Column("complete", "bool", "", "the simulator finished this kernel"),
+    Column("launches", "int", "launches", "launches of the step the record stands for "
+           "(deduplicated trace sets; 1 otherwise): step totals weight by it"),
     # time
     Column("cycles", "float", "cycles", "kernel duration in core clock cycles"),
     Column("time_us", "float", "us", "kernel duration at the config's core clock"),

@@ -21,6 +21,7 @@ def gather(sweep_dir: str | Path, store: JobStore, sweep_name: str,
            out: str | Path | None = None) -> Path:
     """Write every planned job's outcome, and the records of those that finished, to HDF5."""
     from simfront.stats.h5store import write_results
+    from simfront.stats.launches import fill_launch_counts
 
     sweep_dir = Path(sweep_dir)
     table = store.table()
@@ -34,6 +35,9 @@ def gather(sweep_dir: str | Path, store: JobStore, sweep_name: str,
         result = read_json(job_dir(sweep_dir, row.job_id) / "result.json") or {}
         ok = row.state == "done" and bool(result.get("ok"))
         recs = result.get("records") or [] if ok else []
+        # a backend that does not know the set is deduplicated (Accel-Sim runs the
+        # kernelslist of distinct kernels) leaves the count out: the trace set has it
+        fill_launch_counts(recs, spec.trace_dir)
         records.extend(recs)
         jobs.append({"job_id": row.job_id, "backend": spec.backend,
                      "backend_version": spec.backend_version, "ok": ok,

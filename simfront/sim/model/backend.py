@@ -77,7 +77,8 @@ class ModelBackend(Backend):
             base = {"job_id": job.job_id, "backend": self.name,
                     "backend_version": MODEL_VERSION, "config": gpu.name,
                     "config_hash": chash, "workload": Path(job.trace_dir).name,
-                    "kernel_uid": uid, "trace_hash": sha256_file(k.path)}
+                    "kernel_uid": uid, "trace_hash": sha256_file(k.path),
+                    "launches": ts.count(k.path.name)}
             try:
                 rec = simulate_kernel(k, gpu, launch, params)
             except SimfrontError as exc:
