@@ -120,3 +120,27 @@ def test_limiter_class():
     assert limiter_class("pipe_busy_sfu") == "vector"
     assert limiter_class("dram") == "other"
     assert limiter_class(None) == "other"
+
+
+def test_a_record_standing_for_several_launches_counts_each():
+    """A deduplicated set's record carries its launch count: the step is the one whose
+    launches are all listed."""
+    scan = [max(40.0 * r / 16.0, 5.0) for r in RATIOS]
+    limiters = {"gemm": ["tensor"] * 6, "scan": ["fp32" if t > 5.0 else "latency" for t in scan],
+                "copy": ["dram"] * 6}
+    cats = {"gemm": "gemm", "scan": "ssm", "copy": "elementwise"}
+    times = {"gemm": [10.0] * 6, "scan": scan, "copy": [5.0] * 6}
+    listed = {**times, "scan2": scan, "scan3": scan}
+    full = _records(listed, {**limiters, "scan2": limiters["scan"], "scan3": limiters["scan"]},
+                    {**cats, "scan2": "ssm", "scan3": "ssm"})
+    dedup = _records(times, limiters, cats)
+    dedup["launches"] = dedup["kernel_name"].map({"gemm": 1, "scan": 3, "copy": 1})
+    a, b = balance_study(full, n_boot=0), balance_study(dedup, n_boot=0)
+    np.testing.assert_allclose(b.step["time"], a.step["time"])
+    np.testing.assert_allclose(b.step["speedup"], a.step["speedup"])
+    assert b.crossing == pytest.approx(a.crossing)
+    assert b.kernels["share"].sum() == pytest.approx(1.0)
+    assert b.kernels.set_index("kernel_name")["launches"]["scan"] == 3
+    # without the count the scan's share of the step is a third of what it is
+    plain = balance_study(_records(times, limiters, cats), n_boot=0)
+    assert plain.step["time"].iloc[0] < a.step["time"].iloc[0]

@@ -63,6 +63,36 @@ def test_paper_sizes_are_the_seed_studys():
     assert get_spec("hybrid_lm").config("paper").attn_layer_idx
 
 
+# The checkpoints' own names: the Mamba1 family calls the same sizes 790m, 1.4b and 2.8b.
+PUBLISHED = {"mamba1_lm": {"130m": 130e6, "370m": 370e6, "780m": 790e6, "1.3b": 1.4e9,
+                           "2.7b": 2.8e9},
+             "mamba2_lm": {"130m": 130e6, "370m": 370e6, "780m": 780e6, "1.3b": 1.3e9,
+                           "2.7b": 2.7e9}}
+
+
+@pytest.mark.parametrize("name", ["mamba1_lm", "mamba2_lm"])
+def test_published_presets_have_the_published_sizes(name):
+    """Built on the meta device (the reference impl, nothing allocated): the parameter count
+    of every published preset is within 4% of its checkpoint's name (the names round), the
+    vocabulary is mamba_ssm's 50277 padded to 50280, and batch x length is 4 x 2048."""
+    for preset, size in PUBLISHED[name].items():
+        wl = build(name, preset, device="meta", impl="reference")
+        assert abs(wl.param_count - size) < 0.04 * size, (preset, wl.param_count)
+        cfg = wl.config
+        assert cfg.padded_vocab == 50280 and (cfg.batch, cfg.seqlen) == (4, 2048)
+        assert cfg.d_state == (128 if name == "mamba2_lm" else 16)
+
+
+def test_sweep_points_keep_the_token_count():
+    from simfront.workloads.presets import SWEEP_130M, mamba2_lm, with_overrides
+
+    base = mamba2_lm("130m")
+    lengths = [with_overrides(base, pt) for pt in SWEEP_130M["seqlen"]]
+    assert [c.seqlen for c in lengths] == [512, 1024, 2048, 4096, 8192, 16384]
+    assert {c.batch * c.seqlen for c in lengths[:-1]} == {base.batch * base.seqlen}
+    assert [with_overrides(base, pt).chunk_size for pt in SWEEP_130M["chunk"]] == [64, 128, 256]
+
+
 def test_mambavision_t_mixes_mamba_then_attention():
     """MambaVision-T's token stages: first half of each stage's blocks the MambaVision mixer,
     second half self-attention (4+4 blocks in stage 3, 2+2 in stage 4)."""
