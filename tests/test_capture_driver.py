@@ -267,3 +267,41 @@ def test_cli_reports_a_crashing_tracer(tmp_path, fake_tracer, capsys):
     assert exc.value.code == 2
     assert "signal 11" in capsys.readouterr().err
     assert not (tmp_path / "store").exists()
+
+
+def dedup_body() -> str:
+    """Launch 7 traced, launches 8 and 9 its repeats (as tracer 1.2 writes them), a launch
+    outside the window counted, the tracer's own multiplicity file left out (the driver
+    writes it from the records)."""
+    body = good_body()
+    extra = [{"kernel_id": 8, "same_as": 7, "params_hash": "00ff"},
+             {"kernel_id": 9, "same_as": 7, "params_hash": "00ff"},
+             {"outside_window": True, "name": "_Z4axpyfPKfPfi", "count": 41}]
+    return body + "".join(f"""
+        with open(os.path.join(d, 'launches.jsonl'), 'a') as f:
+            f.write(json.dumps({x!r}) + '\\n')
+        """ for x in extra)
+
+
+def test_deduplicated_capture_counts_repeats_and_stores_them(tmp_path, fake_tracer):
+    res = run_fake(tmp_path, fake_tracer, dedup_body(), dedup=True)
+    assert res.report.ok, res.report.findings
+    assert res.stats["launches_window"] == 3 and res.stats["launches_traced"] == 1
+    assert res.stats["repeats"] == 2
+    stored = TraceStore(tmp_path / "store").get("fake_step")
+    assert stored.manifest["format_version"] == 2
+    assert stored.manifest["launches"] == 3 and stored.kernels[0]["count"] == 3
+    from simfront.traces.reader import TraceSet
+    assert TraceSet(res.registered).launches == 3
+    side = (Path(res.registered) / "launches.jsonl").read_text()
+    assert side.count('"same_as"') == 2 and "outside_window" not in side
+
+
+def test_dedup_env_only_for_simfronts_tracer(tmp_path, fake_tracer):
+    from simfront.capture.tracers import Sampling, Window
+    from simfront.errors import InputError
+    env = fake_tracer.env(tmp_path, Window("iteration"), Sampling(), dedup=True)
+    assert env["SIMFRONT_DEDUP"] == "1"
+    with pytest.raises(InputError, match="deduplicate"):
+        Tracer("accelsim", tmp_path / "tracer_tool.so").env(tmp_path, Window("iteration"),
+                                                             Sampling(), dedup=True)
