@@ -561,6 +561,9 @@ static bool masked_params(CUfunction fa, const LaunchInfo &li, std::string &out,
     if (cuFuncGetParamInfo(fa, i, &off, &sz) != CUDA_SUCCESS) break;
     layout.emplace_back(off, sz);
   }
+  /* no layout (a driver without cuFuncGetParamInfo, or a kernel without parameters):
+   * nothing tells such launches apart, so they are never merged */
+  if (layout.empty()) return false;
   const char *buf = nullptr;
   size_t bufsz = 0;
   if (li.extra) {
@@ -569,7 +572,7 @@ static bool masked_params(CUfunction fa, const LaunchInfo &li, std::string &out,
       else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) bufsz = *(size_t *)e[1];
     }
     if (!buf) return false;
-  } else if (!li.params && !layout.empty()) {
+  } else if (!li.params) {
     return false;
   }
   for (size_t i = 0; i < layout.size(); ++i) {
