@@ -168,16 +168,36 @@ def _dedup_set(src: Path, dst: Path) -> tuple[dict[str, int], int]:
     return mult, len(ts)
 
 
-def test_a_deduplicated_set_counts_every_launch(tmp_path):
-    mult, n = _dedup_set(TRACES / "mamba2_lm-tiny", tmp_path / "s")
-    ts = TraceSet(tmp_path / "s")
-    assert len(ts) < n and ts.launches == n
-    assert read_multiplicity(tmp_path / "s") == mult
+SSD = ("_chunk_", "_state_passing", "_bmm")
+
+
+@pytest.fixture(scope="module")
+def ssd_sets(tmp_path_factory):
+    """The tiny Mamba2 step's SSD launches as a set of their own (every launch), and its
+    deduplicated copy: small enough for the model and the statistics in seconds."""
+    root = tmp_path_factory.mktemp("ssd")
+    src = TRACES / "mamba2_lm-tiny"
+    full = root / "full"
+    full.mkdir()
+    keep = [r.file for r in TraceSet(src).kernel_refs
+            if any(x in KernelTrace(src / r.file).header.name for x in SSD)]
+    for f in keep:
+        shutil.copy2(src / f, full / f)
+    (full / "kernelslist.g").write_text("".join(f + "\n" for f in keep))
+    mult, n = _dedup_set(full, root / "dedup")
+    return full, root / "dedup", mult, n
+
+
+def test_a_deduplicated_set_counts_every_launch(ssd_sets):
+    full, dd, mult, n = ssd_sets
+    ts = TraceSet(dd)
+    assert len(ts) < n == len(TraceSet(full)) and ts.launches == n
+    assert read_multiplicity(dd) == mult
     assert any(ts.count(f) > 1 for f in mult)
 
 
-def test_bad_multiplicity_files_name_file_and_line(tmp_path):
-    _dedup_set(TRACES / "mamba2_lm-tiny", tmp_path / "s")
+def test_bad_multiplicity_files_name_file_and_line(tmp_path, ssd_sets):
+    shutil.copytree(ssd_sets[1], tmp_path / "s")
     p = tmp_path / "s" / MULTIPLICITY
     good = p.read_text().splitlines()
     p.write_text("\n".join(good[:2] + ["kernel-1.traceg.xz two"] + good[2:]) + "\n")
@@ -188,7 +208,7 @@ def test_bad_multiplicity_files_name_file_and_line(tmp_path):
         TraceSet(tmp_path / "s")
 
 
-def test_model_step_sums_count_repeats(tmp_path):
+def test_model_step_sums_count_repeats(tmp_path, ssd_sets):
     """The model run on the deduplicated set gives each distinct launch one record with its
     count; the step's instructions, cycles and DRAM bytes weighted by it equal the full
     set's (merged launches execute the same instructions)."""
@@ -197,13 +217,10 @@ def test_model_step_sums_count_repeats(tmp_path):
     from simfront.sim.model.backend import ModelBackend
     from simfront.stats.launches import step_total
 
-    _dedup_set(TRACES / "mamba2_lm-tiny", tmp_path / "s")
     gpu = load_gpu("h100")
     runs = {}
-    for tag, d in (("full", TRACES / "mamba2_lm-tiny"), ("dedup", tmp_path / "s")):
-        # the SSD kernels keep the test short; every launch of theirs is in both runs
-        res = ModelBackend().run(SimJob(tag, d, gpu, tmp_path / f"out_{tag}",
-                                        kernels=("_chunk_*", "_state_passing*", "_bmm*")))
+    for tag, d in (("full", ssd_sets[0]), ("dedup", ssd_sets[1])):
+        res = ModelBackend().run(SimJob(tag, d, gpu, tmp_path / f"out_{tag}"))
         assert res.ok, res.reason
         runs[tag] = pd.DataFrame(res.records)
     full, dd = runs["full"], runs["dedup"]
@@ -213,3 +230,34 @@ def test_model_step_sums_count_repeats(tmp_path):
     # cycles and DRAM bytes: a repeat on other addresses may hit the caches differently
     assert step_total(dd, "cycles") == pytest.approx(full["cycles"].sum(), rel=0.02)
     assert dd["cycles"].sum() < 0.98 * full["cycles"].sum()       # unweighted would be short
+
+
+def test_instruction_mix_bound_counts_repeats(ssd_sets):
+    """The analytic tensor:vector bound from a deduplicated set's instruction mix: FLOPs
+    weighted by each kernel's count give the full set's step."""
+    from simfront.analysis.bound import analytic_bound, mix_from_traces
+
+    full = mix_from_traces(ssd_sets[0], footprint=False)
+    dd = mix_from_traces(ssd_sets[1], footprint=False)
+    assert len(dd) < len(full) and dd["launches"].sum() == len(full)
+    a = analytic_bound(full, [16.0, 4.0], 1e15)
+    b = analytic_bound(dd, [16.0, 4.0], 1e15)
+    assert b.balance_ratio == pytest.approx(a.balance_ratio, rel=1e-9)
+    assert list(b.step["time_s"]) == pytest.approx(list(a.step["time_s"]), rel=1e-9)
+
+
+def test_gathering_fills_counts_a_backend_left_out(ssd_sets):
+    """Accel-Sim runs the kernelslist of distinct kernels and knows nothing of repeats: its
+    records get their counts from the set when the sweep gathers them."""
+    from simfront.stats.launches import fill_launch_counts, step_total
+
+    dd, mult = ssd_sets[1], ssd_sets[2]
+    ts = TraceSet(dd)
+    recs = [{"kernel_id": KernelTrace(dd / r.file).header.kernel_id, "cycles": 100.0}
+            for r in ts.kernel_refs]
+    recs[0]["launches"] = 1            # a count the backend gave stays
+    fill_launch_counts(recs, dd)
+    assert [r["launches"] for r in recs[1:]] == [mult[r.file] for r in ts.kernel_refs[1:]]
+    assert recs[0]["launches"] == 1
+    assert step_total(pd.DataFrame(recs[1:]), "cycles") == 100.0 * sum(
+        mult[r.file] for r in ts.kernel_refs[1:])

@@ -26,6 +26,7 @@ import pandas as pd
 
 from simfront.analysis.balance import H100_RATIO, crossing_ratio
 from simfront.errors import InputError
+from simfront.stats.launches import LAUNCHES, launch_weights
 
 
 @dataclass
@@ -52,9 +53,10 @@ def analytic_bound(mix: pd.DataFrame, ratios, tensor_flops_per_s: float,
         if c not in mix:
             raise InputError(f"instruction mix lacks '{c}'")
     ratios = np.array(sorted({float(r) for r in ratios} | {float(baseline_ratio)}, reverse=True))
-    ft = mix["tensor_flops"].fillna(0).to_numpy(float)
-    fv = mix["vector_flops"].fillna(0).to_numpy(float)
-    mem = (mix["dram_bytes"].fillna(0).to_numpy(float) / dram_bw
+    w = launch_weights(mix).to_numpy(float)     # a deduplicated set's repeats
+    ft = mix["tensor_flops"].fillna(0).to_numpy(float) * w
+    fv = mix["vector_flops"].fillna(0).to_numpy(float) * w
+    mem = (mix["dram_bytes"].fillna(0).to_numpy(float) * w / dram_bw
            if dram_bw and "dram_bytes" in mix else np.zeros(len(mix)))
     t_tensor = ft / tensor_flops_per_s
     t_vec = fv[:, None] * ratios[None, :] / tensor_flops_per_s        # kernels x ratios
@@ -128,6 +130,10 @@ def mix_from_traces(trace_dir, footprint: bool = True) -> pd.DataFrame:
     })
     if footprint and "sectors_32b" in df:
         out["dram_bytes"] = df["sectors_32b"].astype(float) * 32
+    from simfront.traces.reader import TraceSet
+
+    ts = TraceSet(trace_dir)
+    out[LAUNCHES] = [ts.count(f) for f in df["file"]]
     from simfront.analysis.categories import kernel_category
     out["category"] = out["kernel_name"].map(kernel_category)
     return out
