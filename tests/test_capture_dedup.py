@@ -18,7 +18,7 @@ from simfront.capture.launches import (dedup_groups, dedup_key, multiplicity, ou
                                        read_sidecar, traced_launches, window_launches)
 from simfront.errors import InputError, TraceFormatError
 from simfront.paths import REPO_ROOT
-from simfront.traces.multiplicity import MULTIPLICITY, read_multiplicity, write_multiplicity
+from simfront.traces.multiplicity import MULTIPLICITY, deduplicate_set, read_multiplicity
 from simfront.traces.reader import KernelTrace, TraceSet
 
 TRACES = REPO_ROOT / "traces"
@@ -150,22 +150,9 @@ def test_dedup_key_separates_what_the_tracer_separates():
 def _dedup_set(src: Path, dst: Path) -> tuple[dict[str, int], int]:
     """A deduplicated copy of a real set: launches with the same name, grid, block and
     instruction count merged into the first; returns the multiplicity and the launch count."""
-    shutil.copytree(src, dst)
-    ts = TraceSet(dst)
-    keep, mult, seen = [], {}, {}
-    for k in ts.kernels():
-        h = k.header
-        key = (h.name, h.grid, h.block, k.instruction_count())
-        if key in seen:
-            mult[seen[key]] += 1
-            k.path.unlink()
-        else:
-            seen[key] = k.path.name
-            mult[k.path.name] = 1
-            keep.append(k.path.name)
-    (dst / "kernelslist.g").write_text("".join(f + "\n" for f in keep))
-    write_multiplicity(dst, mult)
-    return mult, len(ts)
+    mult = deduplicate_set(src, dst, lambda k: (k.header.name, k.header.grid, k.header.block,
+                                                 k.instruction_count()))
+    return mult, len(TraceSet(src))
 
 
 SSD = ("_chunk_", "_state_passing", "_bmm")
