@@ -1,5 +1,5 @@
 #!/bin/bash
-# One H100 call (~3-4 min): the pipe microbenchmarks of bench/device/ubench.cu with their
+# One H100 call (~3-4 min, every step under its own timeout): the pipe microbenchmarks of bench/device/ubench.cu with their
 # hardware truth (ncu per launch, CUDA events) and our tracer's trace of the same launches.
 #   bash bench/device/ubench.sh            (carry .carry/bin/simfront_tracer.so)
 # Writes $OUT/ubench.tar.xz: ubench/{gpu.csv,versions.txt,launches.csv,events*.csv,
@@ -23,12 +23,12 @@ timeout ${NCU_TO:-120} ncu --clock-control none --metrics $M --export $T/ubench 
 el "ncu rc=$?"; tail -3 $T/ncu.log
 ncu --import $T/ubench.ncu-rep --csv --page raw > $T/ncu.csv 2>>$T/ncu.log; rm -f $T/ubench.ncu-rep
 el "ncu.csv $(wc -l < $T/ncu.csv) lines"
-tracerun() { local dir=$1 max=$2 to=$3; shift 3
+tracerun() { local dir=$1 max=$2 to=$3; shift 3; mkdir -p $T/$dir
   ( cd $T && timeout $to env SIMFRONT_TRACE_DIR=$T/$dir SIMFRONT_WINDOW=all SIMFRONT_COMPRESS=xz \
       SIMFRONT_SAMPLE_STRIDE=1 SIMFRONT_SAMPLE_MAX_CTAS=$max CUDA_MODULE_LOADING=EAGER \
       LD_PRELOAD=$TR $T/ubench run "$@" > $T/$dir.log 2>&1 )
   el "$dir rc=$? $(ls $T/$dir/*.traceg.xz 2>/dev/null | wc -l) kernels $(du -sh $T/$dir | cut -f1)"; tail -2 $T/$dir.log; }
-tracerun trace 2 ${TRACE_TO:-120}
-tracerun trace-full 0 ${FULL_TO:-40} '^(ffma|hmma)_ilp[18]_w(1|4)$'
+tracerun trace 2 ${TRACE_TO:-100}
+tracerun trace-full 0 ${FULL_TO:-30} '^(ffma|hmma)_ilp[18]_w(1|4)$'
 tar cJf $OUT/ubench.tar.xz -C $P ubench
 ls -la $OUT; el done
