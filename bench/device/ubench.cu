@@ -187,28 +187,34 @@ static KernelFn chain_by_op(int op, int ilp) {
   }
 }
 
+// Fewer warps per SM run longer per warp: the same traced instructions per SM (16 warps'
+// worth), and 8x the launch overhead even for the shortest (ILP 8 at 1 warp per SM).
+static int longer(int warps_per_sm) { return warps_per_sm >= 16 ? 1 : 16 / warps_per_sm; }
+
 static std::vector<Launch> table() {
   std::vector<Launch> v;
   const int ilps[] = {1, 2, 4, 8};
   for (int op : {FFMA, HFMA2, IMAD, MUFU_EX2, HMMA}) {
     // HMMA at ILP 8 holds 32 accumulator registers: 64 warps/SM (32 regs/thread) cannot fit.
     const int ws[] = {1, 4, 16, op == HMMA ? 32 : 64};
-    // Per thread: 2048 operations (1024 MUFU, 512 MMA), so a sampled trace of SM 0's
-    // blocks stays under ~130k warp instructions.
+    // Per thread: 2048 operations (1024 MUFU, 512 MMA) at 16 and more warps per SM, more
+    // below (longer()), so a sampled trace of SM 0's blocks stays under ~130k warp
+    // instructions and every kernel runs far longer than the ~4k-cycle launch overhead.
     const int per_iter = op == HMMA ? kMmaPerIter : kOpsPerIter;
     const int total = op == HMMA ? 512 : op == MUFU_EX2 ? 1024 : 2048;
     for (int w : ws)
       for (int ilp : ilps) {
         char buf[64];
         snprintf(buf, sizeof buf, "%s_ilp%d_w%d", kOpName[op], ilp, w);
-        v.push_back({buf, kOpName[op], ilp, w, total / per_iter, per_iter, chain_by_op(op, ilp)});
+        v.push_back({buf, kOpName[op], ilp, w, total * longer(w) / per_iter, per_iter, chain_by_op(op, ilp)});
       }
   }
   for (int w : {1, 16})
     for (int ilp : {1, 8}) {
       char buf[64];
       snprintf(buf, sizeof buf, "mufu_rsq_ilp%d_w%d", ilp, w);
-      v.push_back({buf, "mufu_rsq", ilp, w, 1024 / kOpsPerIter, kOpsPerIter, chain_by_op(MUFU_RSQ, ilp)});
+      v.push_back({buf, "mufu_rsq", ilp, w, 1024 * longer(w) / kOpsPerIter, kOpsPerIter,
+                   chain_by_op(MUFU_RSQ, ilp)});
     }
   const char* mixes[] = {"mix_ffma_hmma", "mix_ffma_mufu", "mix_imad_ffma"};
   const KernelFn mix_fns[] = {k_mix<0>, k_mix<1>, k_mix<2>};
@@ -218,8 +224,14 @@ static std::vector<Launch> table() {
     for (int w : {4, 16, 64}) {
       char buf[64];
       snprintf(buf, sizeof buf, "%s_w%d", mixes[m], w);
-      v.push_back({buf, mixes[m], 4, w, mix_iters[m], mix_ops[m], mix_fns[m]});
+      v.push_back({buf, mixes[m], 4, w, mix_iters[m] * longer(w), mix_ops[m], mix_fns[m]});
     }
+  // No loop iterations: the launch overhead alone (launch, block distribution, drain).
+  for (int w : {1, 64}) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "empty_w%d", w);
+    v.push_back({buf, "empty", 1, w, 0, kOpsPerIter, chain_by_op(FFMA, 1)});
+  }
   return v;
 }
 
