@@ -229,17 +229,15 @@ def check(gpu) -> list[str]:
     d12 = DATA / CHECK_SET
     if not (d12 / "kernelslist.g").is_file():
         return []
-    designs = {d.label: d for d in read_designs(DATA / SET / "ubench_launches.csv")}
-    by_label2 = {}
-    ts2 = list(TraceSet(DATA / SET).kernels())
-    for d, k in zip(read_designs(DATA / SET / "ubench_launches.csv"), ts2):
-        by_label2[d.label] = k
+    designs = read_designs(DATA / SET / "ubench_launches.csv")
+    by_label = {d.label: (d, k) for d, k in zip(designs, TraceSet(DATA / SET).kernels())}
     lines = []
-    labels12 = [r["label"] for r in csv.DictReader(open(d12 / "ubench_launches.csv"))]
+    labels12 = [d.label for d in read_designs(d12 / "ubench_launches.csv")]
     for label, k12 in zip(labels12, TraceSet(d12).kernels()):
-        c2 = model_run(by_label2[label], gpu)[0]["cycles"]
+        d, k2 = by_label[label]
+        c2 = model_run(k2, gpu)[0]["cycles"]
         c12 = model_run(k12, gpu)[0]["cycles"]
-        lines.append(f"| {label} | {designs[label].warps_per_sm} | {fmt(c2)} | {fmt(c12)} | "
+        lines.append(f"| {label} | {d.warps_per_sm} | {fmt(c2)} | {fmt(c12)} | "
                      f"{c12 / c2:.3f} |")
     return lines
 
