@@ -94,7 +94,11 @@ def test_hmma_chains_accumulate_in_place():
 
 
 def test_sampled_launches_census_covers_the_grid():
+    # every operation and shape once (ILP 8 chains, mixes, empty launches): reading all
+    # 95 files adds nothing but time
     for r, k in launches():
+        if r["ilp"] not in ("8",) and not r["op"].startswith(("mix", "empty")):
+            continue
         h = k.header
         traced, total = h.sampled_blocks
         assert (traced, total) == (2, int(r["grid"])), r["label"]
