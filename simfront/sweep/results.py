@@ -2,15 +2,23 @@
 
 The layout is the stats stage's (:mod:`simfront.stats.h5store`); it writes to a temporary
 file and renames it, so the file on disk is always a whole earlier or a whole newer one.
+
+Split sweeps (``split:`` in the sweep file, :mod:`simfront.sweep.split`) come back as one job
+per kernel or group: gathering gives each launch that was not run because an identical one
+was its copy of that launch's records (``same_launch_as``), and sums every trace set x GPU
+x backend into one row of the ``steps`` table, saying how many launches have a record and
+which backend made them.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from simfront.provenance import tool_versions
+from simfront.sweep.split import kernel_id_of
 from simfront.sweep.store import JobStore
 from simfront.sweep.worker import job_dir, read_json
 
@@ -35,6 +43,7 @@ def gather(sweep_dir: str | Path, store: JobStore, sweep_name: str,
         ok = row.state == "done" and bool(result.get("ok"))
         recs = result.get("records") or [] if ok else []
         records.extend(recs)
+        records.extend(copy_duplicates(recs, spec.duplicates))
         jobs.append({"job_id": row.job_id, "backend": spec.backend,
                      "backend_version": spec.backend_version, "ok": ok,
                      "reason": row.reason or "", "config": spec.config,
@@ -48,4 +57,69 @@ def gather(sweep_dir: str | Path, store: JobStore, sweep_name: str,
     path = Path(out) if out is not None else sweep_dir / RESULTS_FILE
     attrs = {"sweep": sweep_name, "tools": tool_versions(), "n_jobs": len(jobs),
              "n_jobs_planned": int(len(table))}
-    return write_results(path, records, jobs, attrs)
+    steps = step_rows(records, expected_launches(specs.values()))
+    return write_results(path, records, jobs, attrs, steps=steps)
+
+
+def copy_duplicates(records: list[dict[str, Any]],
+                    duplicates: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Records for the launches a split job did not run because an identical launch was run:
+    a copy of that launch's record with the duplicate's kernel id and file."""
+    if not duplicates:
+        return []
+    by_id = {kernel_id_of(f): dups for f, dups in duplicates.items()}
+    out = []
+    for r in records:
+        kid = r.get("kernel_id")
+        for dup in by_id.get(int(kid) if kid is not None else None, ()):
+            c = {**r, "kernel_id": kernel_id_of(dup), "same_launch_as": kid}
+            if "accelsim_trace_file" in c:
+                c["accelsim_trace_file"] = dup
+            out.append(c)
+    return out
+
+
+def _step_key(spec_or_record: Any) -> tuple[str, str, str]:
+    get = (spec_or_record.get if isinstance(spec_or_record, dict)
+           else lambda k: getattr(spec_or_record, k))
+    backend = get("requested_backend") if isinstance(spec_or_record, dict) else None
+    return (get("workload"), get("config_hash"), backend or get("backend"))
+
+
+def expected_launches(specs: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Launches each step (trace set x GPU x backend) has, over all its jobs."""
+    from simfront.sweep import inputs
+
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for s in specs:
+        n = len(inputs.select_kernels(inputs.kernel_files(Path(s.trace_dir)), s.kernels))
+        n += sum(len(v) for v in s.duplicates.values())
+        row = out.setdefault(_step_key(s), {"config": s.config, "launches": 0, "jobs": 0})
+        row["launches"] += n
+        row["jobs"] += 1
+    return out
+
+
+def step_rows(records: list[dict[str, Any]],
+              expected: dict[tuple[str, str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per step: launches planned, complete records, summed cycles and time, and how
+    many records each backend made (a mixed-backend step says so)."""
+    rows = []
+    grouped: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        grouped.setdefault(_step_key(r), []).append(r)
+    for key in sorted(set(expected) | set(grouped)):
+        recs = [r for r in grouped.get(key, []) if r.get("complete")]
+        exp = expected.get(key, {})
+        made = Counter(str(r.get("backend")) for r in recs)
+        launches = int(exp.get("launches", len(recs)))
+        rows.append({
+            "workload": key[0], "config": exp.get("config") or (recs[0]["config"] if recs
+                                                                else ""),
+            "config_hash": key[1], "backend": key[2], "jobs": int(exp.get("jobs", 0)),
+            "launches": launches, "records": len(recs), "complete": len(recs) == launches,
+            "cycles": float(sum(float(r.get("cycles") or 0) for r in recs)),
+            "time_us": float(sum(float(r.get("time_us") or 0) for r in recs)),
+            "same_launch_records": sum(1 for r in recs if r.get("same_launch_as") is not None),
+            "by_backend": json.dumps(dict(sorted(made.items())))})
+    return rows
