@@ -187,5 +187,9 @@ def demo_cmd(out: Path, traces: Path | None, ratios: str) -> None:
     click.echo(f"wrote {html_path}\nwrote {md_path}")
 
 
+from simfront.analysis.threeway_cli import threeway_cmd  # noqa: E402
+
+analyze.add_command(threeway_cmd)
+
 # Every click command or group this stage adds to `simfront`.
 commands: list[click.Command] = [analyze, report_cmd, demo_cmd]
