@@ -3,6 +3,7 @@
     simfront analyze characterize NCU.csv|DIR...   hardware characterization from ncu
     simfront analyze balance SWEEP.h5              the tensor:vector balance study
     simfront analyze correlate SWEEP.h5 NCU.csv    simulated against measured cycles
+    simfront analyze threeway SWEEP.h5...          model vs Accel-Sim vs H100, what-ifs
     simfront report --out DIR [inputs]             HTML + Markdown report of all of them
     simfront demo --out DIR                        sample traces -> sweep -> balance report
 """

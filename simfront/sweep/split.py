@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,10 @@ def launch_hashes(trace_dir: Path, files: list[str], cache_dir: Path | None = No
             known = json.loads(cache.read_text())
         except (OSError, json.JSONDecodeError):
             known = {}  # a damaged cache is only a lost shortcut
+    todo = [f for f in files if f not in known]
+    if len(todo) > 20:  # a whole step: tens of seconds, once per set
+        print(f"hashing {len(todo)} launches of {trace_dir.name} to find repeated ones "
+              f"(once{'; kept in ' + str(cache) if cache else ''})", file=sys.stderr, flush=True)
     out = {f: known.get(f) or launch_hash(trace_dir / f) for f in files}
     if cache is not None and any(f not in known for f in files):
         write_text(cache, json.dumps({**known, **out}, sort_keys=True, indent=0))
