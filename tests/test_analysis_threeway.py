@@ -132,3 +132,18 @@ def test_cli_writes_tables_and_report(tmp_path, records):
         assert (tmp_path / f"threeway_{name}.csv").is_file()
     md = (tmp_path / "threeway.md").read_text()
     assert "Model vs Accel-Sim vs H100" in md and (tmp_path / "threeway.html").is_file()
+
+
+def test_ratios_weight_launches_a_kernel_stands_for(records):
+    r = records.copy()
+    r["launch_count"] = np.where(r.kernel_id == 3, 50, 1)   # shared_sum stands for 50
+    t1, t0 = three_way(r, base_config_hash=BASE), three_way(records, base_config_hash=BASE)
+    own = r[r.complete.astype(bool)]
+    for row in t1.whatifs.itertuples():
+        for b in ("model", "accelsim"):
+            def step(chash):
+                g = own[(own.backend == b) & (own.config_hash == chash)]
+                return (g.cycles * g.launch_count).sum()
+            assert getattr(row, f"{b}_ratio") == pytest.approx(step(row.config_hash) / step(BASE))
+    # shared_sum is where the two disagree most on 32:1, so weighting it moves the ratio
+    assert not np.allclose(t1.whatifs.accelsim_ratio, t0.whatifs.accelsim_ratio)

@@ -133,3 +133,27 @@ def test_split_run_gathers_to_the_same_step_as_one_job(tmp_path):
     assert row.cycles == pytest.approx(b.cycles.sum())
     assert json.loads(row.by_backend) == {"model": 7}
     assert row.same_launch_records == 2
+
+
+def test_step_weights_a_deduplicated_captures_launches(tmp_path):
+    """A deduplicated capture's kernel stands for several launches (multiplicity.txt):
+    the gathered step counts them and weights its cycles by them."""
+    import shutil
+
+    from simfront.traces.multiplicity import write_multiplicity
+
+    d = tmp_path / "smoke_dedup"
+    shutil.copytree(SMOKE, d)
+    write_multiplicity(d, {"kernel-2.traceg.xz": 24, "kernel-3.traceg.xz": 3})
+    path = _sweep(tmp_path, "dedup", {"split": "kernel"})
+    doc = yaml.safe_load(path.read_text())
+    doc["workloads"] = [{"name": "smoke_dedup", "traces": str(d)}]
+    path.write_text(yaml.safe_dump(doc))
+    summary = Sweep.open(path).run(progress=False)
+    recs = read_records(summary.results).set_index("kernel_id")
+    assert recs.loc[2, "launch_count"] == 24 and recs.loc[3, "launch_count"] == 3
+    assert (recs.drop(index=[2, 3]).launch_count == 1).all()
+    row = read_steps(summary.results).iloc[0]
+    assert row.kernels == 7 and row.launches == 7 - 2 + 24 + 3 and bool(row.complete)
+    assert row.cycles == pytest.approx((recs.cycles * recs.launch_count).sum())
+    assert row.cycles > recs.cycles.sum()

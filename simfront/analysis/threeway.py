@@ -9,8 +9,9 @@ for Accel-Sim would only echo the model. Hardware is the ncu profile of the same
 paired launch by launch with :mod:`simfront.stats.matching` at the baseline only (the H100
 ran one configuration).
 
-A what-if ratio is step cycles at the variant over step cycles at the baseline, over the
-launches both backends finished at both configurations, so a kernel one of them lacks
+A what-if ratio is step cycles at the variant over step cycles at the baseline (each launch
+weighted by the window launches it stands for, ``launch_count``, in a deduplicated capture),
+over the launches both backends finished at both configurations, so a kernel one of them lacks
 changes neither. The two disagree on a what-if when their ratios differ by more than ``tol``
 (relative), and in *direction* when one says faster and the other slower (each by more than
 ``tol / 2``).
@@ -85,9 +86,19 @@ def kernel_table(records: pd.DataFrame) -> pd.DataFrame:
                 if c in out and c in fill:
                     out[c] = out[c].fillna(pd.Series(fill[c].reindex(idx).to_numpy(),
                                                      index=out.index))
+    if "launch_count" in r:
+        counts = r.drop_duplicates(key).set_index(key)["launch_count"]
+        out["launch_count"] = counts.reindex(out.set_index(key).index).fillna(1).to_numpy()
+    else:
+        out["launch_count"] = 1
     out["stand_in"] = out[f"{ACCELSIM}_made_by"].notna() & (
         out[f"{ACCELSIM}_made_by"] != ACCELSIM)
     return out.sort_values(key).reset_index(drop=True)
+
+
+def _step(df: pd.DataFrame, col: str) -> float:
+    """Step cycles: each launch's cycles times the window launches it stands for."""
+    return float((df[col] * df["launch_count"]).sum())
 
 
 def _pair_hardware(base: pd.DataFrame, hw: pd.DataFrame) -> pd.Series:
@@ -157,9 +168,9 @@ def three_way(records: pd.DataFrame, hw: dict[str, pd.DataFrame] | None = None,
             "workload": w, "config": str(g["config"].iloc[0]), "config_hash": chash,
             "baseline": chash == base_config_hash, "launches": len(g),
             "common": len(c), "stand_ins": int(g["stand_in"].sum()),
-            f"{MODEL}_cycles": float(c[f"{MODEL}_cycles"].sum()),
-            f"{ACCELSIM}_cycles": float(c[f"{ACCELSIM}_cycles"].sum()),
-            "hw_cycles": float(c["hw_cycles"].sum()) if c["hw_cycles"].notna().all()
+            f"{MODEL}_cycles": _step(c, f"{MODEL}_cycles"),
+            f"{ACCELSIM}_cycles": _step(c, f"{ACCELSIM}_cycles"),
+            "hw_cycles": _step(c, "hw_cycles") if c["hw_cycles"].notna().all()
             and len(c) and chash == base_config_hash else np.nan})
     steps = pd.DataFrame(step_rows)
 
@@ -174,8 +185,8 @@ def three_way(records: pd.DataFrame, hw: dict[str, pd.DataFrame] | None = None,
             if not ids:
                 continue
             x0, x1 = b0.set_index("kernel_id").loc[ids], v.set_index("kernel_id").loc[ids]
-            rm = x1[f"{MODEL}_cycles"].sum() / x0[f"{MODEL}_cycles"].sum()
-            ra = x1[f"{ACCELSIM}_cycles"].sum() / x0[f"{ACCELSIM}_cycles"].sum()
+            rm = _step(x1, f"{MODEL}_cycles") / _step(x0, f"{MODEL}_cycles")
+            ra = _step(x1, f"{ACCELSIM}_cycles") / _step(x0, f"{ACCELSIM}_cycles")
             opposite = (rm - 1) * (ra - 1) < 0 and min(abs(rm - 1), abs(ra - 1)) > tol / 2
             differ = abs(ra / rm - 1) > tol
             per_k = (x1[f"{ACCELSIM}_cycles"] / x0[f"{ACCELSIM}_cycles"]) / (

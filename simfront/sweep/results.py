@@ -7,7 +7,9 @@ Split sweeps (``split:`` in the sweep file, :mod:`simfront.sweep.split`) come ba
 per kernel or group: gathering gives each launch that was not run because an identical one
 was its copy of that launch's records (``same_launch_as``), and sums every trace set x GPU
 x backend into one row of the ``steps`` table, saying how many launches have a record and
-which backend made them.
+which backend made them. A deduplicated capture's kernels stand for several launches each
+(``multiplicity.txt``): every record carries its ``launch_count`` and step totals weight by
+it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from simfront.provenance import tool_versions
 from simfront.sweep.split import kernel_id_of
 from simfront.sweep.store import JobStore
+from simfront.traces.multiplicity import count_of, read_multiplicity
 from simfront.sweep.worker import job_dir, read_json
 
 RESULTS_FILE = "results.h5"
@@ -42,8 +45,9 @@ def gather(sweep_dir: str | Path, store: JobStore, sweep_name: str,
         result = read_json(job_dir(sweep_dir, row.job_id) / "result.json") or {}
         ok = row.state == "done" and bool(result.get("ok"))
         recs = result.get("records") or [] if ok else []
+        recs = recs + copy_duplicates(recs, spec.duplicates)
+        _count_launches(recs, spec.trace_dir)
         records.extend(recs)
-        records.extend(copy_duplicates(recs, spec.duplicates))
         jobs.append({"job_id": row.job_id, "backend": spec.backend,
                      "backend_version": spec.backend_version, "ok": ok,
                      "reason": row.reason or "", "config": spec.config,
@@ -79,6 +83,15 @@ def copy_duplicates(records: list[dict[str, Any]],
     return out
 
 
+def _count_launches(records: list[dict[str, Any]], trace_dir: str) -> None:
+    """Each record's ``launch_count`` from the set's multiplicity (by kernel id)."""
+    counts = read_multiplicity(trace_dir)
+    by_id = {kernel_id_of(f): n for f, n in counts.items()}
+    for r in records:
+        kid = r.get("kernel_id")
+        r.setdefault("launch_count", by_id.get(int(kid), 1) if kid is not None else 1)
+
+
 def _step_key(spec_or_record: Any) -> tuple[str, str, str]:
     get = (spec_or_record.get if isinstance(spec_or_record, dict)
            else lambda k: getattr(spec_or_record, k))
@@ -92,18 +105,23 @@ def expected_launches(specs: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
 
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
     for s in specs:
-        n = len(inputs.select_kernels(inputs.kernel_files(Path(s.trace_dir)), s.kernels))
-        n += sum(len(v) for v in s.duplicates.values())
-        row = out.setdefault(_step_key(s), {"config": s.config, "launches": 0, "jobs": 0})
-        row["launches"] += n
+        files = [f for f, _, _ in inputs.select_kernels(inputs.kernel_files(Path(s.trace_dir)),
+                                                       s.kernels)]
+        files += [d for v in s.duplicates.values() for d in v]
+        counts = read_multiplicity(s.trace_dir)
+        row = out.setdefault(_step_key(s), {"config": s.config, "kernels": 0, "launches": 0,
+                                            "jobs": 0})
+        row["kernels"] += len(files)
+        row["launches"] += sum(count_of(counts, f) for f in files)
         row["jobs"] += 1
     return out
 
 
 def step_rows(records: list[dict[str, Any]],
               expected: dict[tuple[str, str, str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per step: launches planned, complete records, summed cycles and time, and how
-    many records each backend made (a mixed-backend step says so)."""
+    """One row per step: kernels (trace files) and window launches planned, complete records,
+    cycles and time summed over the launches they stand for, and how many records each
+    backend made (a mixed-backend step says so)."""
     rows = []
     grouped: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in records:
@@ -112,14 +130,19 @@ def step_rows(records: list[dict[str, Any]],
         recs = [r for r in grouped.get(key, []) if r.get("complete")]
         exp = expected.get(key, {})
         made = Counter(str(r.get("backend")) for r in recs)
-        launches = int(exp.get("launches", len(recs)))
+        kernels = int(exp.get("kernels", len(recs)))
+
+        def weighted(col: str) -> float:
+            return float(sum(float(r.get(col) or 0) * int(r.get("launch_count") or 1)
+                             for r in recs))
+
         rows.append({
             "workload": key[0], "config": exp.get("config") or (recs[0]["config"] if recs
                                                                 else ""),
             "config_hash": key[1], "backend": key[2], "jobs": int(exp.get("jobs", 0)),
-            "launches": launches, "records": len(recs), "complete": len(recs) == launches,
-            "cycles": float(sum(float(r.get("cycles") or 0) for r in recs)),
-            "time_us": float(sum(float(r.get("time_us") or 0) for r in recs)),
+            "kernels": kernels, "launches": int(exp.get("launches", kernels)),
+            "records": len(recs), "complete": len(recs) == kernels,
+            "cycles": weighted("cycles"), "time_us": weighted("time_us"),
             "same_launch_records": sum(1 for r in recs if r.get("same_launch_as") is not None),
             "by_backend": json.dumps(dict(sorted(made.items())))})
     return rows
