@@ -224,6 +224,6 @@ def add_threeway(report: "Report", t: ThreeWay) -> None:
                       ("Steps (launches both simulators finished)", t.steps),
                       ("What-ifs: step cycles over the baseline's", t.whatifs)):
         if len(df):
-            s.table(df, caption=title)
+            s.table(df, caption=title, floatfmt="{:.4g}")
     for n in t.notes:
         s.text(f"- {n}")
