@@ -185,5 +185,6 @@ def test_real_accelsim_per_kernel_jobs_with_model_fallback(tmp_path):
     recs = read_records(summary.results)
     assert len(recs) == 7 and recs.complete.all()
     made = read_steps(summary.results).iloc[0]
-    assert bool(made.complete) and sum(json.loads(made.by_backend).values()) == 7
-    assert (recs[recs.backend == "accelsim"].cycles > 0).all()
+    # these launches lower and finish on Accel-Sim 1.x: the model never had to stand in
+    assert bool(made.complete) and json.loads(made.by_backend) == {"accelsim": 7}
+    assert (recs.cycles > 0).all() and "fallback_reason" not in recs
