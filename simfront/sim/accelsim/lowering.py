@@ -19,9 +19,10 @@ What each lowering does (docs/accelsim.md says how far the result can be trusted
   ``STG.E.128``; ``UTMAREDG`` -> ``LDS.128`` + ``RED.E.ADD.F32``. The trace records only the
   tensor map's address, not the box or the coordinates, so the bytes are inferred per thread
   block: loads share what the block's HGMMAs read from shared memory, stores what its
-  ``STSM`` wrote there. Global addresses are synthetic, distinct per load (every TMA load
-  misses in L2 the first time: reuse between blocks is not modelled). A warp that issued
-  lowered loads waits for them (``DEPBAR.LE 0``) before it exits.
+  ``STSM`` wrote there. Global addresses are synthetic: distinct for each load of a block,
+  the same in every block, so blocks share their operand tiles in L2 (as a GEMM's blocks
+  largely do; DRAM traffic is then a lower bound). A warp that issued lowered loads waits
+  for them (``DEPBAR.LE 0``) before it exits.
 - Synchronisation: ``SYNCS`` waits (``PHASECHK``, ``TRYWAIT``) -> ``LDS`` of the mbarrier,
   arrives/exchanges -> ``ATOMS`` (the spins the H100 made stay in the trace, as it recorded
   them); ``WARPGROUP.ARRIVE/DEPBAR/WAIT``, cluster barriers (``UCGABAR_*``),
@@ -301,8 +302,9 @@ def _vector_ops(pc: str, mask: int, nbytes: int, make: Callable[[int, int], Line
 def _lower_gmma(ln: Line, s: GmmaShape, ctx: _BlockCtx) -> list[Line]:
     fam_op, kmap = _MMA_FAMILY[s.family]
     kk = max(kmap)
-    if s.k % kk and s.k not in kmap:
-        raise ValueError(s)
+    if s.k not in kmap and s.k % kk:
+        raise _Refuse(ln.base, 0, f"warpgroup MMA {ln.opcode}: k{s.k} is no multiple of an "
+                      f"Ampere {fam_op}'s k")
     shape = kmap.get(s.k) or kmap[kk]
     per_k = max(1, s.k // int(shape[3:]))  # "16816" -> k16, "1688" -> k8, "16832" -> k32
     if s.family == "Q":
@@ -567,7 +569,7 @@ def _lower_stream(fin, fout, rep: KernelLowering, binary_version, overrides, ren
                          "offsets (descriptors are not in the trace)")
     if rep.tma_load_bytes or rep.tma_store_bytes:
         rep.notes.append("TMA bytes inferred per block from HGMMA operand and STSM bytes; "
-                         "global addresses synthetic (no L2 reuse between blocks); mbarrier "
+                         "global addresses synthetic (the same tiles in every block); mbarrier "
                          "hand-off between producer and consumer warps not modelled as a wait")
 
 
