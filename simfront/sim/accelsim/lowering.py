@@ -288,7 +288,7 @@ def _lane_mask(n: int) -> int:
     return (1 << n) - 1 if n < 32 else 0xFFFFFFFF
 
 
-def _vector_ops(pc: str, mask: int, nbytes: int, make: Callable[[int, int], Line]) -> list[Line]:
+def _vector_ops(nbytes: int, make: Callable[[int, int], Line]) -> list[Line]:
     """``nbytes`` moved 16 B per lane, 512 B per warp instruction (the last one partial)."""
     out = []
     left = nbytes
@@ -323,11 +323,11 @@ def _lower_gmma(ln: Line, s: GmmaShape, ctx: _BlockCtx) -> list[Line]:
     if ln.mask:
         if a_reg is None:
             a_bytes = (s.m // 4) * s.k * eb  # this warp's 16 rows of A
-            out += _vector_ops(ln.pc, 0xFFFFFFFF, a_bytes, lambda lanes, nb: Line(
+            out += _vector_ops(a_bytes, lambda lanes, nb: Line(
                 ln.pc, _lane_mask(lanes), [R_A], "LDS.128", [], 16, _lanes(ctx.smem(nb), lanes),
                 "0"))
         b_bytes = s.n * s.k * eb // 4  # a quarter of B: the warpgroup reads B once
-        out += _vector_ops(ln.pc, 0xFFFFFFFF, b_bytes, lambda lanes, nb: Line(
+        out += _vector_ops(b_bytes, lambda lanes, nb: Line(
             ln.pc, _lane_mask(lanes), [R_B], "LDS.128", [], 16, _lanes(ctx.smem(nb), lanes), "0"))
     a = a_reg or R_A
     for j in range(s.n // 8):
