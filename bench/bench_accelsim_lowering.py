@@ -3,7 +3,7 @@ tiny steps, lowered and run on Accel-Sim 1.x, against the H100 (ncu) and the mod
 
 For each trace set under ``traces/`` named below, every launch holding a Hopper-only opcode
 (warpgroup MMA, TMA, mbarriers) is paired with its ncu record of the same step
-(``ncu.csv`` beside the traces, aligned on name, grid and block), run as its own Accel-Sim
+(``ncu.csv`` beside the traces, through the capture's ``ncu_matched.csv``), run as its own Accel-Sim
 job at the ``h100`` config with ``--isa-compat ampere`` (sampled launches re-gridded and
 scaled), and modelled with ``simfront.sim.model`` at the same config. Reported: per kernel
 the cycles of the three, whether Accel-Sim finished, the lowering's counts, and Accel-Sim's
@@ -37,8 +37,9 @@ from simfront.sim.backend import SimJob
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import prepare_kernel, time_prepared
-from simfront.sim.model.validation import pair_launches, read_ncu
+from simfront.sim.model.validation import Pair, pair_launches, read_ncu
 from simfront.stats.matching import mape, pearson
+from simfront.traces.reader import TraceSet
 
 SECTION = "## Accel-Sim 1.x on lowered Hopper kernels (bench/bench_accelsim_lowering.py)"
 SETS = ("mamba2_lm-tiny", "mamba1_lm-tiny", "hybrid_lm-tiny")
@@ -50,9 +51,30 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def ncu_pairs(tdir: Path) -> tuple[list[Pair], list[str]]:
+    """Trace launches with their ncu rows: the capture's own one-to-one match
+    (``ncu_matched.csv``, from `simfront match-profile`) where there is one, else an
+    alignment on name, grid and block."""
+    ncu = read_ncu(tdir / "ncu.csv")
+    matched = tdir / "ncu_matched.csv"
+    if not matched.is_file():
+        return pair_launches(tdir, ncu)
+    kernels = {k.path.name: (i, k) for i, k in enumerate(TraceSet(tdir).kernels())}
+    pairs = []
+    for r in pd.read_csv(matched).itertuples():
+        if r.file in kernels and r.ncu_row == r.ncu_row:
+            i, k = kernels[r.file]
+            pairs.append(Pair(k, i, ncu.iloc[int(r.ncu_row)]))
+    paired = {p.kernel.path.name for p in pairs}
+    return pairs, [f for f in kernels if f not in paired]
+
+
 def run_set(name: str, gpu, backend: AccelSimBackend, work: Path) -> pd.DataFrame:
     tdir = REPO_ROOT / "traces" / name
-    pairs, _ = pair_launches(tdir, read_ncu(tdir / "ncu.csv"))
+    pairs, unpaired = ncu_pairs(tdir)
+    hopper_unpaired = [f for f in unpaired if scan_opcodes(tdir / f).keys() & HOPPER]
+    if hopper_unpaired:
+        print(f"{name}: no ncu record for {', '.join(hopper_unpaired)} (left out)", flush=True)
     rows = []
     for p in pairs:
         f = p.kernel.path.name
@@ -100,7 +122,7 @@ def main(argv: list[str]) -> int:
     ok = df[df.ok]
     lines = [SECTION, "",
              f"Every launch with a Hopper-only opcode (warpgroup MMA, TMA, mbarriers) of the "
-             f"shipped tiny steps, lowered with `--isa-compat ampere` and run as its own job on "
+             f"shipped tiny steps that has an ncu record, lowered with `--isa-compat ampere` and run as its own job on "
              f"Accel-Sim {version} at the `h100` config, against ncu `gpc__cycles_elapsed.max` "
              f"of the same launch and the model at the same config. "
              f"{len(ok)} of {len(df)} finished; {wall:.0f} s wall in all, "

@@ -24,8 +24,8 @@ What each lowering does (docs/accelsim.md says how far the result can be trusted
   largely do; DRAM traffic is then a lower bound). A warp that issued lowered loads waits
   for them (``DEPBAR.LE 0``) before it exits.
 - Synchronisation: ``SYNCS`` waits (``PHASECHK``, ``TRYWAIT``) -> ``LDS`` of the mbarrier,
-  arrives/exchanges -> ``ATOMS`` (the spins the H100 made stay in the trace, as it recorded
-  them); ``WARPGROUP.ARRIVE/DEPBAR/WAIT``, cluster barriers (``UCGABAR_*``),
+  arrives/exchanges -> ``ATOMS``, by one lane (the spins the H100 made stay in the trace, as
+  it recorded them); ``WARPGROUP.ARRIVE/DEPBAR/WAIT``, cluster barriers (``UCGABAR_*``),
   ``USETMAXREG``, ``USETSHMSZ``, ``ACQBULK``, ``PREEXIT``, ``UTMACMDFLUSH`` -> ``NOP``
   (the HMMA results are waited for through their registers); ``FENCE`` -> ``MEMBAR.CTA``;
   ``CGAERRBAR`` -> ``ERRBAR``; ``ELECT`` -> ``VOTE.ANY``.
@@ -363,8 +363,12 @@ def _lower_line(ln: Line, ctx: _BlockCtx, state: dict) -> list[Line] | None:
     if base == "SYNCS":
         if not ln.width:
             return [Line(ln.pc, ln.mask, [], "NOP", [], 0, [], "0")]
+        # One operation on one 8-byte barrier word, whatever the warp's mask: the lowest active
+        # lane does it (32 lanes of ATOMS on one word would serialise 32 times in GPGPU-Sim)
         op = "LDS" if ".PHASECHK" in ln.opcode else "ATOMS.ADD"
-        return [Line(ln.pc, ln.mask, ln.dsts, op, ln.srcs, ln.width, _strip_rank(ln.addrs), "0")]
+        lane = ln.mask & -ln.mask
+        return [Line(ln.pc, lane, ln.dsts, op, ln.srcs, ln.width, _strip_rank(ln.addrs[:1]),
+                     "0")]
     if base == "STAS":
         return [Line(ln.pc, ln.mask, [], "STS", ln.srcs, ln.width or 4, _strip_rank(ln.addrs),
                      "0")]
