@@ -89,8 +89,8 @@ LOWERINGS: dict[str, Callable[[str, list[str]], tuple[str, list[str]]]] = {
     "VIMNMX": _lower_rename("IMNMX", "VIMNMX"),
 }
 
-#: Hopper opcodes without an Ampere equivalent (warpgroup MMA, TMA, mbarriers, clusters...),
-#: named in refusals with a word on what they are.
+#: Hopper-only opcodes with a word on what they are, for refusal messages. Most are lowered
+#: (simfront.sim.accelsim.lowering.LOWERED_OPS); the rest make a kernel a Refusal.
 NO_EQUIVALENT: dict[str, str] = {
     "HGMMA": "warpgroup MMA", "QGMMA": "warpgroup MMA (FP8)", "IGMMA": "warpgroup MMA (int)",
     "BGMMA": "warpgroup MMA (binary)", "WARPGROUP": "warpgroup arrive/wait",

@@ -15,7 +15,11 @@ and a wall-time limit (``SimJob.timeout_s``: SIGTERM to its process group, SIGKI
 Job options (``SimJob.options``):
 
 - ``accelsim_root``: the install (default ``$ACCELSIM_ROOT``)
-- ``isa_compat``: ``"ampere"`` to replay Hopper traces on Accel-Sim 1.x (see isa_compat.py)
+- ``isa_compat``: ``"ampere"`` to replay Hopper traces on Accel-Sim 1.x (see isa_compat.py
+  and lowering.py; kernels it refuses get a record saying why, the others run)
+
+A sampled launch (``-tb sampling = ... traced T of N``) is always sent as a grid of its T
+traced blocks and its record scaled to the whole grid (sampling.py); the record says so.
 - ``binary_version``: 80 (default) or 86, with ``isa_compat``
 - ``header_overrides``: ``{kernel file or "*": {"nregs": 32, "shmem": 4192}}`` for header
   fields the tracer wrote wrong (the 2024 tracer's ``-nregs``)
