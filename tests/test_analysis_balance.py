@@ -134,13 +134,13 @@ def test_a_record_standing_for_several_launches_counts_each():
     full = _records(listed, {**limiters, "scan2": limiters["scan"], "scan3": limiters["scan"]},
                     {**cats, "scan2": "ssm", "scan3": "ssm"})
     dedup = _records(times, limiters, cats)
-    dedup["launches"] = dedup["kernel_name"].map({"gemm": 1, "scan": 3, "copy": 1})
+    dedup["launch_count"] = dedup["kernel_name"].map({"gemm": 1, "scan": 3, "copy": 1})
     a, b = balance_study(full, n_boot=0), balance_study(dedup, n_boot=0)
     np.testing.assert_allclose(b.step["time"], a.step["time"])
     np.testing.assert_allclose(b.step["speedup"], a.step["speedup"])
     assert b.crossing == pytest.approx(a.crossing)
     assert b.kernels["share"].sum() == pytest.approx(1.0)
-    assert b.kernels.set_index("kernel_name")["launches"]["scan"] == 3
+    assert b.kernels.set_index("kernel_name")["launch_count"]["scan"] == 3
     # without the count the scan's share of the step is a third of what it is
     plain = balance_study(_records(times, limiters, cats), n_boot=0)
     assert plain.step["time"].iloc[0] < a.step["time"].iloc[0]

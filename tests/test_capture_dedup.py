@@ -211,8 +211,8 @@ def test_model_step_sums_count_repeats(tmp_path, ssd_sets):
         assert res.ok, res.reason
         runs[tag] = pd.DataFrame(res.records)
     full, dd = runs["full"], runs["dedup"]
-    assert len(dd) < len(full) and set(full["launches"]) == {1}
-    assert dd["launches"].sum() == len(full)
+    assert len(dd) < len(full) and set(full["launch_count"]) == {1}
+    assert dd["launch_count"].sum() == len(full)
     assert step_total(dd, "instructions") == pytest.approx(full["instructions"].sum(), rel=1e-12)
     # cycles and DRAM bytes: a repeat on other addresses may hit the caches differently
     assert step_total(dd, "cycles") == pytest.approx(full["cycles"].sum(), rel=0.02)
@@ -226,25 +226,9 @@ def test_instruction_mix_bound_counts_repeats(ssd_sets):
 
     full = mix_from_traces(ssd_sets[0], footprint=False)
     dd = mix_from_traces(ssd_sets[1], footprint=False)
-    assert len(dd) < len(full) and dd["launches"].sum() == len(full)
+    assert len(dd) < len(full) and dd["launch_count"].sum() == len(full)
     a = analytic_bound(full, [16.0, 4.0], 1e15)
     b = analytic_bound(dd, [16.0, 4.0], 1e15)
     assert b.balance_ratio == pytest.approx(a.balance_ratio, rel=1e-9)
     assert list(b.step["time_s"]) == pytest.approx(list(a.step["time_s"]), rel=1e-9)
 
-
-def test_gathering_fills_counts_a_backend_left_out(ssd_sets):
-    """Accel-Sim runs the kernelslist of distinct kernels and knows nothing of repeats: its
-    records get their counts from the set when the sweep gathers them."""
-    from simfront.stats.launches import fill_launch_counts, step_total
-
-    dd, mult = ssd_sets[1], ssd_sets[2]
-    ts = TraceSet(dd)
-    recs = [{"kernel_id": KernelTrace(dd / r.file).header.kernel_id, "cycles": 100.0}
-            for r in ts.kernel_refs]
-    recs[0]["launches"] = 1            # a count the backend gave stays
-    fill_launch_counts(recs, dd)
-    assert [r["launches"] for r in recs[1:]] == [mult[r.file] for r in ts.kernel_refs[1:]]
-    assert recs[0]["launches"] == 1
-    assert step_total(pd.DataFrame(recs[1:]), "cycles") == 100.0 * sum(
-        mult[r.file] for r in ts.kernel_refs[1:])

@@ -253,6 +253,32 @@ JOBS.update({
 JOBS.update(sweep_jobs())
 
 
+def paper_point(wl: str, overrides: tuple[str, ...] = ()) -> Step:
+    return Step(wl, "paper", 2, 1, overrides=overrides)
+
+
+JOBS.update({
+    # the shipped paper steps recaptured with dedup: the exactness check of issue 15
+    "m2pd": lambda: job_trace("mamba2_paper_dedup", paper_point("mamba2_lm"), sample="first:8",
+                              baseline=False, timeout=min(300, budget_left()), dedup=True),
+    "m1pd": lambda: job_trace("mamba1_paper_dedup", paper_point("mamba1_lm"), sample="first:8",
+                              baseline=False, timeout=min(300, budget_left()), dedup=True),
+    # 130M Mamba2 timelines at the long lengths (8192 tokens a step; 16384 at batch 1)
+    "tL8192": lambda: job_timeline("mamba2_130m_L8192", scale_step(
+        "mamba2_lm", "130m", ("seqlen=8192", "batch=1")), "all,64", min(120, budget_left())),
+    "tL16384": lambda: job_timeline("mamba2_130m_L16384", scale_step(
+        "mamba2_lm", "130m", ("seqlen=16384", "batch=1")), "all,64", min(120, budget_left())),
+})
+for _L, _B in ((512, 16), (1024, 8), (4096, 2), (8192, 1)):
+    # 2-layer steps along the sequence-length axis (the per-layer kernels of the 130M step
+    # at that length; the balance answer per length)
+    JOBS[f"p2L{_L}"] = (lambda L=_L, B=_B: job_trace(
+        f"mamba2_paper_L{L}", paper_point("mamba2_lm", (f"seqlen={L}", f"batch={B}")),
+        sample="first:8", baseline=False, timeout=min(240, budget_left()), dedup=True)
+        if budget_left() > 90 else emit({"job": "trace", "label": f"mamba2_paper_L{L}",
+                                         "skipped": f"{budget_left():.0f} s left"}))
+
+
 def pack(max_files: int = 5, max_bytes: int = 15 << 20) -> None:
     """$OUT may bring back 8 files of 16 MiB: everything small goes into meta.tar; trace
     kernels into up to ``max_files - 1`` tars, largest files dropped (and listed) if over."""

@@ -253,7 +253,7 @@ def balance_study(records: pd.DataFrame, ratio_col: str = "ratio",
     base = time[baseline_ratio]
     kernels = meta.copy()
     kernels["base_time"] = base                # one launch
-    kernels["launches"] = w.astype(int)
+    kernels["launch_count"] = w.astype(int)
     kernels["share"] = base * w / (base * w).sum()
     kernels["best_speedup"] = time.rdiv(base, axis=0).max(axis=1)
     kernels["limiter_at_base"] = lim[baseline_ratio]

@@ -1,18 +1,16 @@
 """Launch counts in per-kernel records: a deduplicated trace set simulates each distinct
-launch once, and its record stands for ``launches`` launches of the step. Every total over a
+launch once, and its record stands for ``launch_count`` launches of the step. Every total over a
 step (time, DRAM bytes, instructions) weights a record by that count; per-launch tables show
-the record once beside its count."""
+the record once beside its count. (The sweep's gathering fills the count for backends that
+leave it out: ``simfront.sweep.results``.)"""
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from simfront.errors import InputError
 
-LAUNCHES = "launches"
+LAUNCHES = "launch_count"
 
 
 def launch_weights(df: pd.DataFrame) -> pd.Series:
@@ -32,20 +30,3 @@ def step_total(df: pd.DataFrame, column: str) -> float:
     """``column`` summed over the step: each record times its launch count."""
     return float((pd.to_numeric(df[column], errors="coerce") * launch_weights(df)).sum())
 
-
-def fill_launch_counts(records: list[dict[str, Any]], trace_dir: str | Path) -> None:
-    """Give records that lack a launch count the one of their kernel file in ``trace_dir``
-    (matched by kernel id); a set without multiplicity.txt leaves them as they are."""
-    from simfront.traces.multiplicity import read_multiplicity
-
-    mult = read_multiplicity(trace_dir)
-    if not mult:
-        return
-    by_id = {}
-    for f, n in mult.items():
-        stem = f.split(".", 1)[0]
-        if stem.startswith("kernel-") and stem[7:].isdigit():
-            by_id[int(stem[7:])] = n
-    for r in records:
-        if r.get(LAUNCHES) is None and r.get("kernel_id") is not None:
-            r[LAUNCHES] = by_id.get(int(r["kernel_id"]), 1)

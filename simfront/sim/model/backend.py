@@ -78,7 +78,7 @@ class ModelBackend(Backend):
                     "backend_version": MODEL_VERSION, "config": gpu.name,
                     "config_hash": chash, "workload": Path(job.trace_dir).name,
                     "kernel_uid": uid, "trace_hash": sha256_file(k.path),
-                    "launches": ts.count(k.path.name)}
+                    "launch_count": ts.count(k.path.name)}
             try:
                 rec = simulate_kernel(k, gpu, launch, params)
             except SimfrontError as exc:
