@@ -3,7 +3,7 @@
 Until the H100 recaptures with ``--dedup`` (tracer 1.2) come back, this measures it offline on
 the shipped paper-size captures (``traces/mamba2_lm-paper``, ``traces/mamba1_lm-paper``:
 2 layers, every launch of one training step traced with ``--sample first:8``). Each is
-deduplicated after the fact (``simfront.traces.multiplicity.deduplicate_set``) with two keys:
+deduplicated after the fact (``simfront.traces.dedup.deduplicate_set``) with two keys:
 
 - ``work``: name, grid, block, shared memory and the launch's CTA census (warp instructions
   over every block, in the header): launches doing the same work merge, which is what the
@@ -34,7 +34,7 @@ from simfront.paths import REPO_ROOT
 from simfront.sim.backend import SimJob
 from simfront.sim.model.backend import ModelBackend
 from simfront.stats.launches import step_total
-from simfront.traces.multiplicity import deduplicate_set
+from simfront.traces.dedup import deduplicate_set
 from simfront.traces.reader import TraceSet
 
 SETS = ("mamba2_lm-paper", "mamba1_lm-paper")

@@ -18,7 +18,8 @@ from simfront.capture.launches import (dedup_groups, dedup_key, multiplicity, ou
                                        read_sidecar, traced_launches, window_launches)
 from simfront.errors import InputError, TraceFormatError
 from simfront.paths import REPO_ROOT
-from simfront.traces.multiplicity import MULTIPLICITY, deduplicate_set, read_multiplicity
+from simfront.traces.dedup import deduplicate_set
+from simfront.traces.multiplicity import MULTIPLICITY, read_multiplicity
 from simfront.traces.reader import KernelTrace, TraceSet
 
 TRACES = REPO_ROOT / "traces"
