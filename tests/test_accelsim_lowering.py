@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from simfront.sim.accelsim import isa_compat as ic
 from simfront.sim.accelsim import lowering as lw
 from simfront.sim.accelsim.isa_compat import AMPERE_OPCODES, rewrite_traceset, scan_opcodes
 
@@ -58,7 +59,7 @@ def _warps(path: Path) -> dict[tuple[str, int], tuple[int | None, list[str]]]:
 
 def _lower(tmp_path, trace_dir: Path, name: str) -> tuple[lw.KernelLowering, Path]:
     dst = tmp_path / name.replace(".xz", "")
-    rep = lw.lower_kernel(trace_dir / name, dst, 80, {})
+    rep = ic.lower_kernel(trace_dir / name, dst, 80, {})
     assert isinstance(rep, lw.KernelLowering), rep
     return rep, dst
 
@@ -292,7 +293,7 @@ def test_unlowerable_kernel_is_refused_naming_opcode_count_and_line(tmp_path, op
         text[i] = " ".join(t)
     src = tmp_path / "k.traceg"
     src.write_text("\n".join(text))
-    res = lw.lower_kernel(src, tmp_path / "out.traceg")
+    res = ic.lower_kernel(src, tmp_path / "out.traceg")
     assert isinstance(res, lw.Refusal)
     base = op.split(".")[0]
     n, first = res.opcodes[base]

@@ -38,7 +38,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from simfront.errors import BackendError, TraceFormatError
-from simfront.sim.accelsim.lowering import LOWERED_OPS, KernelLowering, Refusal, lower_kernel
+from simfront.sim.accelsim.lowering import LOWERED_OPS, KernelLowering, Refusal, write_lowered
+from simfront.sim.accelsim.renames import LOWERINGS, RZ  # noqa: F401 - part of this API
+from simfront.sim.accelsim.textio import open_text_in as _open_text_in
+from simfront.sim.accelsim.textio import open_text_out as _open_text_out
 from simfront.traces.kernelslist import KernelRef, format_kernelslist, parse_kernelslist
 
 #: Binary versions that select Accel-Sim 1.x's Ampere opcode map.
@@ -59,35 +62,6 @@ TLD4 TMML TXD TXQ SUATOM SULD SUQUERY SURED SUST BMOV BPT BRA BREAK BRX BRXU BSS
 EXIT JMP JMX JMXU KILL NANOSLEEP RET RPCMOV RTT WARPSYNC YIELD B2R BAR CS2R CSMTEST DEPBAR
 GETLMEMBASE LEPC NOP PMTRIG R2B S2R SETCTAID SETLMEMBASE VOTE VOTE_VTG
 """.split())
-
-#: Register number the tracer writes for RZ (the zero register).
-RZ = "R255"
-
-
-def _lower_viadd(opcode: str, srcs: list[str]) -> tuple[str, list[str]]:
-    # VIADD Rd, Ra, (Rb|imm) adds two values; IADD3 Rd, Ra, (Rb|imm), RZ adds three. The
-    # immediate stays in the trace's immediate field; the register list gains RZ, which is
-    # how the tracer writes Ampere's own `IADD3 Rd, Ra, imm, RZ` (2 sources: Ra, R255).
-    mods = opcode[len("VIADD"):]
-    return "IADD3" + mods, srcs + [RZ]
-
-
-def _lower_rename(new: str, old: str) -> Callable[[str, list[str]], tuple[str, list[str]]]:
-    def lower(opcode: str, srcs: list[str]) -> tuple[str, list[str]]:
-        return new + opcode[len(old):], srcs
-
-    return lower
-
-
-#: Hopper opcode -> how to write it as an Ampere instruction (same registers and addresses).
-#: REDG is sm_90's name for a global reduction, RED on sm_80 (same operands, same
-#: ``.E.ADD.F32...`` modifiers; Accel-Sim 1.x executes OP_RED as a global atomic).
-#: VIMNMX is the sm_90 integer min/max that replaced IMNMX (same operands).
-LOWERINGS: dict[str, Callable[[str, list[str]], tuple[str, list[str]]]] = {
-    "VIADD": _lower_viadd,
-    "REDG": _lower_rename("RED", "REDG"),
-    "VIMNMX": _lower_rename("IMNMX", "VIMNMX"),
-}
 
 #: Hopper-only opcodes with a word on what they are, for refusal messages. Most are lowered
 #: (simfront.sim.accelsim.lowering.LOWERED_OPS); the rest make a kernel a Refusal.
@@ -204,23 +178,22 @@ class IsaCompatError(BackendError):
 # --------------------------------------------------------------------------- streaming I/O
 
 
-def _open_text_in(path: Path) -> io.TextIOBase:
-    name = path.name
-    if name.endswith(".xz"):
-        return lzma.open(path, "rt", encoding="utf-8", errors="replace")
-    if name.endswith(".zst"):
-        import zstandard
-
-        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-    return open(path, "rt", encoding="utf-8", errors="replace")
-
-
-def _open_text_out(path: Path, xz: bool) -> io.TextIOBase:
-    if xz:
-        # preset 1: the copy is scratch for one simulation; speed matters more than size
-        return lzma.open(path, "wt", encoding="utf-8", preset=1)
-    return open(path, "wt", encoding="utf-8")
+def lower_kernel(src: Path, dst: Path, binary_version: int | None = 80,
+                 overrides: dict[str, int | str] | None = None,
+                 renames: dict | None = None, regrid_sampled: bool = True,
+                 ) -> KernelLowering | Refusal:
+    """Lower one kernel trace ``src`` into ``dst``. Returns the counts, or a
+    :class:`Refusal` naming each opcode that has no lowering, with its count and first line
+    (nothing is written then)."""
+    renames = LOWERINGS if renames is None else renames
+    # A first, cheap pass: is every opcode runnable or lowerable? Refuse before writing.
+    counts = scan_opcodes(src)
+    bad = {op: n for op, n in counts.items()
+           if op not in AMPERE_OPCODES and op not in renames and op not in LOWERED_OPS}
+    if bad:
+        return Refusal(src.name, {op: (n, _first_line(src, op)) for op, n in bad.items()})
+    return write_lowered(src, dst, counts, binary_version, overrides, renames, regrid_sampled,
+                         _open_text_in, _open_text_out)
 
 
 def _out_name(name: str, compress: bool) -> str:

@@ -32,7 +32,7 @@ What each lowering does (docs/accelsim.md says how far the result can be trusted
 - Integer: ``VIADDMNMX`` -> ``IADD3`` + ``IMNMX``; ``VIMNMX3`` -> two ``IMNMX``;
   ``STSM.16.M88.n`` -> ``STS.128`` (8n lanes store one 16-byte row each); ``STAS`` ->
   ``STS`` in the block's own shared memory. (``VIADD``, ``REDG``, ``VIMNMX`` are renamed by
-  :mod:`simfront.sim.accelsim.isa_compat`'s ``LOWERINGS``, applied here too.)
+  :mod:`simfront.sim.accelsim.renames`' ``LOWERINGS``, applied here too.)
 
 Every emitted line keeps the PC of the instruction it came from, so a lowered warp's stream
 folds back onto the original one (what the tests check). A sampled launch (``-tb sampling =
@@ -464,28 +464,22 @@ def _structure(line: str) -> bool:
     return c in ("#", "t", "w", "i", "\n", "-") or not c
 
 
-def lower_kernel(src: Path, dst: Path, binary_version: int | None = 80,
-                 overrides: dict[str, int | str] | None = None,
-                 renames: dict | None = None, regrid_sampled: bool = True,
-                 open_in: Callable | None = None, open_out: Callable | None = None,
-                 ) -> KernelLowering | Refusal:
-    """Lower one kernel trace ``src`` into ``dst`` (streamed one thread block at a time,
-    written to a temp name and renamed). Returns the counts, or a :class:`Refusal` naming
-    each opcode that has no lowering (nothing is left at ``dst`` then)."""
-    from simfront.sim.accelsim import isa_compat as ic
+def write_lowered(src: Path, dst: Path, counts: Counter, binary_version: int | None = 80,
+                  overrides: dict[str, int | str] | None = None,
+                  renames: dict | None = None, regrid_sampled: bool = True,
+                  open_in: Callable | None = None, open_out: Callable | None = None,
+                  ) -> KernelLowering | Refusal:
+    """Write the lowered copy of kernel trace ``src`` (whose opcode ``counts`` were checked
+    lowerable, :func:`simfront.sim.accelsim.isa_compat.lower_kernel`) to ``dst``, streamed
+    one thread block at a time, under a temp name then renamed. A lowering that turns out
+    impossible mid-stream gives a :class:`Refusal` and leaves nothing at ``dst``."""
+    from simfront.sim.accelsim.renames import LOWERINGS
+    from simfront.sim.accelsim.textio import open_text_in, open_text_out
 
-    open_in = open_in or ic._open_text_in
-    open_out = open_out or ic._open_text_out
-    renames = ic.LOWERINGS if renames is None else renames
+    open_in = open_in or open_text_in
+    open_out = open_out or open_text_out
+    renames = LOWERINGS if renames is None else renames
     overrides = {k.replace("_", " "): v for k, v in (overrides or {}).items()}
-
-    # A first, cheap pass: is every opcode runnable or lowerable? Refuse before writing.
-    counts = ic.scan_opcodes(src)
-    bad = {op: n for op, n in counts.items()
-           if op not in ic.AMPERE_OPCODES and op not in renames and op not in LOWERED_OPS}
-    if bad:
-        return Refusal(src.name, {op: (n, ic._first_line(src, op)) for op, n in bad.items()})
-
     rep = KernelLowering(file=src.name, out_file=dst.name)
     tmp = dst.with_name(dst.name + ".part")
     try:

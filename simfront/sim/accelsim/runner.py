@@ -353,7 +353,7 @@ class AccelSimBackend(Backend):
 
 def read_header(path: Path) -> dict[str, str]:
     """The ``-key = value`` header of a trace file (first lines only; streaming)."""
-    from simfront.sim.accelsim.isa_compat import _open_text_in
+    from simfront.sim.accelsim.textio import open_text_in as _open_text_in
 
     out: dict[str, str] = {}
     if path.name.endswith(".tracez"):
