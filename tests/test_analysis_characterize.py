@@ -10,14 +10,14 @@ import pytest
 from simfront.analysis.characterize import PIPE_USE_THRESHOLD, characterize, pipe_class
 from simfront.stats.ncu import read_ncu_csv
 
-from conftest import NCU_DIR
+from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 
-MAMBA2 = NCU_DIR / "mamba2_lm_2x768_L2048_B4.ncu.csv"
-MAMBA1 = NCU_DIR / "mamba1_lm_2x768_L2048_B4.ncu.csv"
+MAMBA2 = MAMBA2_NCU
+MAMBA1 = MAMBA1_NCU
 
 
 @pytest.fixture(scope="module")
-def steps(shared_data):
+def steps():
     return {"mamba2": characterize(read_ncu_csv(MAMBA2), "mamba2"),
             "mamba1": characterize(read_ncu_csv(MAMBA1), "mamba1")}
 

@@ -16,13 +16,13 @@ from simfront.cli import cli
 from simfront.stats.h5store import write_results
 from simfront.stats.ncu import read_ncu_csv
 
-from conftest import NCU_DIR
+from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 
-MAMBA2 = NCU_DIR / "mamba2_lm_2x768_L2048_B4.ncu.csv"
+MAMBA2 = MAMBA2_NCU
 
 
 @pytest.fixture(scope="module")
-def m2(shared_data):
+def m2():
     return read_ncu_csv(MAMBA2)
 
 
@@ -126,7 +126,7 @@ def test_cli_balance_and_report(tmp_path, m2):
     assert "MAPE" in md
 
 
-def test_cli_characterize_json(shared_data):
+def test_cli_characterize_json():
     r = CliRunner().invoke(cli, ["analyze", "characterize", str(NCU_DIR), "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
@@ -158,7 +158,7 @@ def test_pipe_time_envelope_closed_form():
 def test_correlation_picks_the_workload_of_the_ncu_step(m2):
     """One sweep file holds several workloads; an ncu file is one step: the records of the
     workload whose launches pair with it are used, each launch once, in launch order."""
-    m1 = read_ncu_csv(NCU_DIR / "mamba1_lm_2x768_L2048_B4.ncu.csv")
+    m1 = read_ncu_csv(MAMBA1_NCU)
     cols = ["kernel_name", "cycles", "grid", "block"]
     a = m2[cols].assign(workload="mamba2", kernel_uid=range(1, len(m2) + 1))
     a["cycles"] *= 1.1

@@ -14,8 +14,8 @@ from simfront.gpu.validate import accelsim_warnings, validate_accelsim_options
 
 
 @pytest.fixture(scope="module")
-def scan_fwd(shared_data):
-    return shared_data / "accelsim" / "selective_scan_fwd"
+def scan_fwd(public_accelsim_configs):
+    return public_accelsim_configs / "selective_scan_fwd"
 
 
 @pytest.fixture(scope="module")

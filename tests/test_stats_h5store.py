@@ -14,10 +14,10 @@ from simfront.errors import InputError
 from simfront.stats import accelsim as acs
 from simfront.stats import h5store, schema
 
-from conftest import ACCELSIM_DATA
+from conftest import ACCELSIM_LOGS
 
-BASELINE = ACCELSIM_DATA / "selective_scan_fwd" / "baseline" / "accelsim.out.txt"
-TWO_CRASH = ACCELSIM_DATA / "two_kernels_fwd_then_bwd_crash.out.txt"
+BASELINE = ACCELSIM_LOGS / "selective_scan_fwd_baseline.out.xz"
+TWO_CRASH = ACCELSIM_LOGS / "two_kernels_fwd_then_bwd_crash.out.xz"
 
 
 def _job(job_id: str, path) -> tuple[list[dict], dict]:
@@ -33,7 +33,7 @@ def _job(job_id: str, path) -> tuple[list[dict], dict]:
 
 
 @pytest.fixture(scope="module")
-def results(shared_data, tmp_path_factory):
+def results(tmp_path_factory):
     r1, j1 = _job("job-a", BASELINE)
     r2, j2 = _job("job-b", TWO_CRASH)
     path = tmp_path_factory.mktemp("h5") / "sweep.h5"

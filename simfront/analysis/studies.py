@@ -26,13 +26,14 @@ RATIO_COLUMNS = ("tensor_vector_ratio", "ratio")
 
 
 def characterize_ncu(paths: list[Path]) -> list[Characterization]:
-    """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``)."""
-    from simfront.stats.ncu import read_ncu_csv, workload_name
+    """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``, compressed
+    ones too)."""
+    from simfront.stats.ncu import ncu_files, read_ncu_csv, workload_name
 
     files: list[Path] = []
     for p in paths:
         p = Path(p)
-        files += sorted(p.glob("*.ncu.csv")) if p.is_dir() else [p]
+        files += ncu_files(p) if p.is_dir() else [p]
     if not files:
         raise InputError("no ncu CSV files found", paths[0] if paths else None)
     return [characterize(read_ncu_csv(f), workload_name(f)) for f in files]
