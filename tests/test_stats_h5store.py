@@ -136,8 +136,12 @@ def test_cli_parse_show_export(results, tmp_path):
     path, _ = results
     runner = CliRunner()
     res = runner.invoke(cli, ["stats", "parse", str(TWO_CRASH)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # a crashed run: non-zero, what was parsed printed
     assert "56,068" in res.output and "FAILED" in res.output and "REDG" in res.output
+    res = runner.invoke(cli, ["stats", "parse", "--json", str(TWO_CRASH)])
+    assert res.exit_code == 1 and "56068" in res.output and "undefined instruction" in res.output
+    res = runner.invoke(cli, ["stats", "parse", str(BASELINE)])
+    assert res.exit_code == 0 and "run: ok" in res.output
     res = runner.invoke(cli, ["stats", "show", str(path)])
     assert res.exit_code == 0 and "3 rows" in res.output and "sweep: l2-size" in res.output
     out = tmp_path / "x.csv"
