@@ -36,7 +36,27 @@ def characterize_ncu(paths: list[Path]) -> list[Characterization]:
         files += ncu_files(p) if p.is_dir() else [p]
     if not files:
         raise InputError("no ncu CSV files found", paths[0] if paths else None)
-    return [characterize(read_ncu_csv(f), workload_name(f)) for f in files]
+    out = []
+    for f in files:
+        name, config = _manifest_workload(f)
+        out.append(characterize(read_ncu_csv(f), name or workload_name(f), config))
+    return out
+
+
+def _manifest_workload(ncu_file: Path) -> tuple[str | None, dict | None]:
+    """The trace set's name and workload config from the ``manifest.json`` beside an ncu
+    file (a capture's ``ncu.csv``), else (None, None)."""
+    import json
+
+    manifest = Path(ncu_file).parent / "manifest.json"
+    if not manifest.is_file():
+        return None, None
+    try:
+        doc = json.loads(manifest.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable manifest beside {Path(ncu_file).name}: {exc}",
+                         manifest) from None
+    return doc.get("name"), (doc.get("workload") or {}).get("config")
 
 
 def ratio_of_params(params: dict[str, Any], base: str = "h100") -> float | None:
