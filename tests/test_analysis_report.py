@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from simfront.analysis.bound import analytic_bound, mix_from_ncu
 from simfront.analysis.correlate import correlate
+from simfront.analysis.studies import load_sweep_records
 from simfront.cli import cli
 from simfront.stats.h5store import write_results
 from simfront.stats.ncu import read_ncu_csv
@@ -170,3 +171,35 @@ def test_correlation_picks_the_workload_of_the_ncu_step(m2):
     assert "mamba2" in " ".join(c.notes)
     c1 = correlate(sim, m1[cols], workload="mamba1")
     assert len(c1.matched) == len(m1) and c1.mape == pytest.approx(0.0)
+
+
+def test_report_opens_with_the_summary_mamba2_first(tmp_path, m2):
+    """The answer first: the summary across workloads is the first section, Mamba2 before
+    the rest, with the knee, the speedup at 8:1 and at the best ratio, the limiters' shares,
+    and a named place for the hardware what-ifs (rendered when given)."""
+    from simfront.analysis.report import Report
+    from simfront.analysis.studies import add_balance, balance_per_workload, balance_summary
+
+    rec = load_sweep_records(_synthetic_sweep(tmp_path / "toy.h5", m2))
+    other = rec.copy()
+    other["workload"] = "graphmamba"
+    rec = pd.concat([other, rec.assign(workload="mamba2_lm")], ignore_index=True)
+    results = balance_per_workload(rec, n_boot=20)
+    table = balance_summary(results)
+    assert list(table["workload"]) == ["mamba2_lm/toy", "graphmamba/toy"]
+    res = results["mamba2_lm/toy"]
+    assert table.loc[0, "speedup at 8:1"] == pytest.approx(res.step.loc[8.0, "speedup"])
+    assert table.loc[0, "speedup at best"] == pytest.approx(res.step["speedup"].max())
+    shares = table.loc[0, ["tensor-limited share", "vector-limited share", "other-limited share"]]
+    assert shares.sum() == pytest.approx(1.0)
+    whatif = [{"workload": "mamba2_lm", "condition": "66 SMs", "hw_ratio": 1.31,
+               "model_ratio": 1.42, "per_kernel_mape": 0.18}]
+    rep = Report("t", tmp_path / "rep")
+    add_balance(rep, results, whatif=whatif)
+    _, md = rep.write()
+    text = md.read_text()
+    heads = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert heads[0] == "Summary across workloads"
+    assert heads.index("Tensor:vector balance: mamba2_lm/toy") < heads.index(
+        "Tensor:vector balance: graphmamba/toy")
+    assert "How far the model's what-ifs held on hardware" in text and "66 SMs" in text
