@@ -1,5 +1,5 @@
 """One test per validation rule, built from the real Accel-Sim failures in
-../shared/data/accelsim (README there) and the GPGPU-Sim assertions behind them."""
+the shared data's accelsim/ folder (its README; skipped without it: the public configs are not shipped) and the GPGPU-Sim assertions behind them."""
 
 import dataclasses
 

@@ -1,4 +1,4 @@
-"""The ncu CSV loader on the real H100 step records (../shared/data/h100/ncu)."""
+"""The ncu CSV loader on the real H100 step records (tests/data/h100/ncu)."""
 
 from __future__ import annotations
 
