@@ -1,5 +1,6 @@
-"""One test per validation rule, built from the real Accel-Sim failures in
-the shared data's accelsim/ folder (its README; skipped without it: the public configs are not shipped) and the GPGPU-Sim assertions behind them."""
+"""One test per validation rule, built from the real Accel-Sim failures in the shared data's
+accelsim/ folder (its README) and the GPGPU-Sim assertions behind them. Skipped without that
+folder: the public configs are third-party and not shipped."""
 
 import dataclasses
 
