@@ -86,6 +86,9 @@ def short_name(name: str) -> str:
             if not s.startswith("_ZN"):
                 break
         return last or s
+    # CUPTI/kineto and c++filt spell unnamed namespaces "(anonymous namespace)" where ncu
+    # writes "<unnamed>": a parenthesis that is no parameter list.
+    s = s.replace("(anonymous namespace)", "<unnamed>")
     # Walk the top level only: template arguments, parameter lists and brackets nest.
     out: list[str] = []
     depth = 0

@@ -61,7 +61,7 @@ def parse_cmd(log: Path, columns: str | None, all_columns: bool, as_json: bool) 
     Exits 1 when the log is of a failed run (after printing what was parsed), 2 on bad input."""
     import fnmatch
 
-    from simfront.stats.accelsim import kernel_records, parse_file
+    from simfront.sim.accelsim.parse import kernel_records, parse_file
 
     parsed = parse_file(log)
     records = kernel_records(parsed)
