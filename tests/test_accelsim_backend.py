@@ -71,7 +71,8 @@ def _config_dir(tmp_path) -> Path:
     config those logs ran with is third-party and not shipped; the stand-in ignores it)."""
     d = tmp_path / "baseline"
     if not d.exists():
-        from simfront.gpu import load_gpu, write_accelsim_config
+        from simfront.gpu import load_gpu
+        from simfront.sim.accelsim.config import write_accelsim_config
         write_accelsim_config(load_gpu("h100"), d)
     return d
 
