@@ -22,7 +22,7 @@ SIDECAR = repo_dir("traces") / "provenance" / "mamba1_scan_step.launches.jsonl"
 
 @pytest.fixture(scope="module")
 def wheel_kernels():
-    wheels = sorted((SHARED_WHEELS).glob("mamba_ssm-*.whl"))
+    wheels = sorted(SHARED_WHEELS.glob("mamba_ssm-*.whl"))
     if not wheels:
         pytest.skip("no mamba_ssm wheel in shared/wheels")
     return {k.name: k for k in read_kernels(wheels[0]) if k.sm == 90}
@@ -55,7 +55,10 @@ def test_sidecar_registers_are_the_wheels(wheel_kernels, scan_step):
 
 
 def test_repair_with_cubin_registers(tmp_path, scan_step):
-    wheel = sorted((SHARED_WHEELS).glob("mamba_ssm-*.whl"))[0]
+    wheels = sorted(SHARED_WHEELS.glob("mamba_ssm-*.whl"))
+    if not wheels:
+        pytest.skip("no mamba_ssm wheel in shared/wheels (third-party: not shipped)")
+    wheel = wheels[0]
     out = tmp_path / "fixed"
     repair_set(scan_step, out, load_cubin(wheel, 90), binary_version=90, kernels=[35636],
                xz_preset=0)
