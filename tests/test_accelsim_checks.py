@@ -16,7 +16,7 @@ from simfront.sim.accelsim.config import read_options, validate_for_accelsim
 
 @pytest.fixture(scope="module")
 def scan_fwd(public_accelsim_configs):
-    return public_accelsim_configs / "accelsim" / "selective_scan_fwd"
+    return public_accelsim_configs / "selective_scan_fwd"
 
 
 @pytest.fixture(scope="module")
