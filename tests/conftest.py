@@ -1,30 +1,39 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from simfront.paths import REPO_ROOT, shared_dir
 
-SHARED = shared_dir()
-DATA = SHARED / "data"
-H100_TRACES = DATA / "h100" / "traces"
+# Samples of the H100 reference data shipped with the repository (tests/data/README.md says
+# where each comes from), so the suite runs on a clone with nothing beside it.
+TEST_DATA = REPO_ROOT / "tests" / "data"
+H100_TRACES = TEST_DATA / "h100" / "traces"
 SCAN_STEP = H100_TRACES / "mamba1_scan_step"
-NCU_DIR = DATA / "h100" / "ncu"
-ACCELSIM_DATA = DATA / "accelsim"
+LM_PARTIAL = H100_TRACES / "mamba2_lm_partial"
+NCU_DIR = TEST_DATA / "h100" / "ncu"
+MAMBA2_NCU = NCU_DIR / "mamba2_lm_2x768_L2048_B4.ncu.csv.xz"
+MAMBA1_NCU = NCU_DIR / "mamba1_lm_2x768_L2048_B4.ncu.csv.xz"
+ACCELSIM_LOGS = TEST_DATA / "accelsim"
+
+# Only in the shared data: the public work-in-progress Accel-Sim H100 config files and the
+# mamba_ssm wheel, third-party files the repository may not ship.
+ACCELSIM_DATA = shared_dir() / "data" / "accelsim"
+SHARED_WHEELS = shared_dir() / "wheels"
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The real H100 data in ../shared/data; tests on it skip, saying why, when it is absent."""
-    if not DATA.is_dir():
-        pytest.skip(f"shared reference data not found at {DATA} (set SIMFRONT_SHARED)")
-    return DATA
+def public_accelsim_configs() -> Path:
+    """The shared folder of public Accel-Sim config files; tests on it skip when it is absent."""
+    if not ACCELSIM_DATA.is_dir():
+        pytest.skip(f"public Accel-Sim H100 config files not found at {ACCELSIM_DATA} "
+                    "(not shipped: they are third-party; set SIMFRONT_SHARED to the shared data)")
+    return ACCELSIM_DATA
 
 
 @pytest.fixture(scope="session")
-def scan_step(shared_data) -> Path:
+def scan_step() -> Path:
     return SCAN_STEP
 
 

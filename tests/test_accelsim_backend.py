@@ -1,7 +1,7 @@
 """The Accel-Sim backend: install detection, job directory, limits, failures.
 
 Most tests drive the runner against a stand-in ``accel-sim.out`` (a shell script that
-replays a real Accel-Sim log from shared/data), so the runner's own behaviour is tested
+replays a real Accel-Sim log from tests/data/accelsim), so the runner's own behaviour is tested
 everywhere; the test marked ``accelsim`` runs the real simulator where ACCELSIM_ROOT is set.
 """
 
@@ -22,11 +22,10 @@ from simfront.sim.accelsim.runner import STDOUT_NAME
 from simfront.sim.backend import SimJob, get_backend
 from simfront.stats import h5store
 
-from conftest import ACCELSIM_DATA, SCAN_STEP
+from conftest import ACCELSIM_LOGS, SCAN_STEP
 
-CONFIG_DIR = ACCELSIM_DATA / "selective_scan_fwd" / "baseline"
-TWO_CRASH = ACCELSIM_DATA / "two_kernels_fwd_then_bwd_crash.out.txt"
-BASELINE_LOG = CONFIG_DIR / "accelsim.out.txt"
+TWO_CRASH = ACCELSIM_LOGS / "two_kernels_fwd_then_bwd_crash.out.xz"
+BASELINE_LOG = ACCELSIM_LOGS / "selective_scan_fwd_baseline.out.xz"
 FWD, BWD = "kernel-35636.traceg.xz", "kernel-35643.traceg.xz"
 SMALL = "kernel-35601.traceg.xz"
 
@@ -67,8 +66,27 @@ def _traces(tmp_path, files):
     return d
 
 
+def _config_dir(tmp_path) -> Path:
+    """The project's own H100 config in a folder named like the logged run's (the public
+    config those logs ran with is third-party and not shipped; the stand-in ignores it)."""
+    d = tmp_path / "baseline"
+    if not d.exists():
+        from simfront.gpu import load_gpu
+        from simfront.sim.accelsim.config import write_accelsim_config
+        write_accelsim_config(load_gpu("h100"), d)
+    return d
+
+
+def _log(tmp_path, src: Path) -> str:
+    """A shipped (compressed) log, plain for the stand-in to replay."""
+    dst = tmp_path / src.name.removesuffix(".xz")
+    if not dst.exists():
+        dst.write_text(lzma.open(src, "rt").read())
+    return str(dst)
+
+
 def _job(tmp_path, traces, **options):
-    options.setdefault("config_dir", str(CONFIG_DIR))
+    options.setdefault("config_dir", str(_config_dir(tmp_path)))
     timeout = options.pop("timeout_s", 60)
     return SimJob(job_id="job-1", trace_dir=traces, gpu=None, out_dir=tmp_path / "job",
                   options=options, timeout_s=timeout)
@@ -106,7 +124,7 @@ def test_no_install_is_a_clear_error(monkeypatch, tmp_path):
 
 
 def test_garbage_headers_are_not_sent(fake_install, tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, BASELINE_LOG))
     traces = _traces(tmp_path, [SMALL])
     res = AccelSimBackend().run(_job(tmp_path, traces))
     assert not res.ok and "not sent to the simulator" in res.reason
@@ -118,7 +136,7 @@ def test_garbage_headers_are_not_sent(fake_install, tmp_path, monkeypatch):
 def test_isa_compat_run_with_crash_log(fake_install, tmp_path, monkeypatch):
     """The two-kernel run that crashed on REDG, replayed: kernel 1 kept, job failed."""
     root, lib = fake_install
-    monkeypatch.setenv("FAKE_LOG", str(TWO_CRASH))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, TWO_CRASH))
     monkeypatch.setenv("FAKE_RC", "134")
     traces = _traces(tmp_path, [SMALL, "kernel-35629.traceg.xz"])
     res = AccelSimBackend().run(_job(tmp_path, traces, isa_compat="ampere",
@@ -140,12 +158,12 @@ def test_isa_compat_run_with_crash_log(fake_install, tmp_path, monkeypatch):
     assert not k2["complete"]
     assert res.provenance["isa_compat"]["changed"] == {"VIADD": 16}
     with lzma.open(job / STDOUT_NAME, "rt") as f:  # stdout kept, compressed
-        assert f.read() == TWO_CRASH.read_text()
+        assert f.read() == lzma.open(TWO_CRASH, "rt").read()
     assert json.loads((job / "result.json").read_text())["ok"] is False
 
 
 def test_timeout_kills_the_simulator(fake_install, tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, BASELINE_LOG))
     monkeypatch.setenv("FAKE_SLEEP", "30")
     traces = _traces(tmp_path, [SMALL])
     res = AccelSimBackend().run(_job(tmp_path, traces, isa_compat="ampere", timeout_s=1,
@@ -156,7 +174,7 @@ def test_timeout_kills_the_simulator(fake_install, tmp_path, monkeypatch):
 
 
 def test_finished_run_gives_records(fake_install, tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, BASELINE_LOG))
     traces = _traces(tmp_path, [SMALL])
     res = AccelSimBackend().run(_job(tmp_path, traces, isa_compat="ampere",
                                      header_overrides={"*": {"nregs": 32}}))
@@ -237,9 +255,9 @@ def test_cli_check_compat_and_run(fake_install, tmp_path, monkeypatch):
     res = runner.invoke(accelsim, ["compat", str(traces), str(tmp_path / "c"), "--nregs", "32"])
     assert res.exit_code == 0, res.output
     assert "8 of 328 instructions lowered (VIADD 8)" in res.output
-    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, BASELINE_LOG))
     res = runner.invoke(accelsim, ["run", str(traces), "--out", str(tmp_path / "j"),
-                                   "--config-dir", str(CONFIG_DIR), "--isa-compat", "ampere",
+                                   "--config-dir", str(_config_dir(tmp_path)), "--isa-compat", "ampere",
                                    "--nregs", "32"])
     assert res.exit_code == 0, res.output
     assert "56,068" in res.output
@@ -248,7 +266,7 @@ def test_cli_check_compat_and_run(fake_install, tmp_path, monkeypatch):
 def test_configs_written_from_a_gpu_description(fake_install, tmp_path, monkeypatch):
     from simfront.gpu.presets import load_gpu
 
-    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, BASELINE_LOG))
     traces = _traces(tmp_path, [SMALL])
     gpu = load_gpu("h100")
     job = SimJob(job_id="j", trace_dir=traces, gpu=gpu, out_dir=tmp_path / "job",
@@ -264,7 +282,7 @@ def test_configs_written_from_a_gpu_description(fake_install, tmp_path, monkeypa
 
 def test_assertion_on_stderr_is_quoted(fake_install, tmp_path, monkeypatch):
     """assert() writes to stderr: a real run's stdout then just stops mid-kernel."""
-    text = BASELINE_LOG.read_text()
+    text = lzma.open(BASELINE_LOG, "rt").read()
     cut = tmp_path / "cut.txt"
     cut.write_text(text[: text.index("kernel_name = ")])
     root, _ = fake_install
@@ -289,10 +307,10 @@ def test_repaired_sample_and_accelsim_2x(fake_install, tmp_path, monkeypatch, re
     refuses them without --isa-compat, a 2.x install takes them as they are; a 1.x install
     converts Accel-Sim 2.x .tracez kernels with a traceDsm it finds."""
     root, _ = fake_install
-    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, BASELINE_LOG))
     sample = repo_root / "traces" / "mamba1_torch_elementwise"
     job = SimJob(job_id="s", trace_dir=sample, gpu=None, out_dir=tmp_path / "a",
-                 kernels=("kernel-35621.traceg.xz",), options={"config_dir": str(CONFIG_DIR)})
+                 kernels=("kernel-35621.traceg.xz",), options={"config_dir": str(_config_dir(tmp_path))})
     res = AccelSimBackend().run(job)
     assert not res.ok and "binary version '90'" in res.reason
     (root / "ISA_Def").mkdir()
@@ -310,7 +328,7 @@ def test_repaired_sample_and_accelsim_2x(fake_install, tmp_path, monkeypatch, re
     (tz / "kernel-1.tracez").write_bytes(b"binary")
     (tz / "kernelslist.g").write_text("kernel-1.tracez\n")
     res = AccelSimBackend().run(SimJob(job_id="z", trace_dir=tz, gpu=None, out_dir=tmp_path / "z",
-                                       options={"config_dir": str(CONFIG_DIR),
+                                       options={"config_dir": str(_config_dir(tmp_path)),
                                                 "isa_compat": "ampere"}))
     assert res.ok, res.reason
     assert (tmp_path / "z" / "traces" / "kernel-1.traceg").exists()
@@ -321,7 +339,7 @@ def test_header_overrides_without_isa_compat(fake_install, tmp_path, monkeypatch
     root, _ = fake_install
     (root / "ISA_Def").mkdir()
     (root / "ISA_Def" / "hopper_opcode.h").write_text("// map\n")  # 2.x: takes sm_90
-    monkeypatch.setenv("FAKE_LOG", str(BASELINE_LOG))
+    monkeypatch.setenv("FAKE_LOG", _log(tmp_path, BASELINE_LOG))
     traces = _traces(tmp_path, [SMALL])
     res = AccelSimBackend().run(_job(tmp_path, traces, header_overrides={
         "*": {"nregs": 32}, SMALL: {"binary_version": 90}}))

@@ -1,6 +1,7 @@
 """One test per Accel-Sim rule (simfront.sim.accelsim.checks, and the description as
-written for Accel-Sim), built from the real Accel-Sim failures in ../shared/data/accelsim
-(README there) and the GPGPU-Sim assertions behind them."""
+written for Accel-Sim), built from the real Accel-Sim failures in the shared data's
+accelsim/ folder (its README) and the GPGPU-Sim assertions behind them. Skipped without that
+folder: the public configs are third-party and not shipped."""
 
 import dataclasses
 
@@ -14,8 +15,8 @@ from simfront.sim.accelsim.config import read_options, validate_for_accelsim
 
 
 @pytest.fixture(scope="module")
-def scan_fwd(shared_data):
-    return shared_data / "accelsim" / "selective_scan_fwd"
+def scan_fwd(public_accelsim_configs):
+    return public_accelsim_configs / "selective_scan_fwd"
 
 
 @pytest.fixture(scope="module")

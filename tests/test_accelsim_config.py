@@ -59,10 +59,10 @@ def test_vec2x_leaves_the_sub_core_model(tmp_path):
     assert accelsim_warnings(opts) == []
 
 
-def test_public_h100_config_reads_into_a_description(shared_data):
+def test_public_h100_config_reads_into_a_description(public_accelsim_configs):
     """The public work-in-progress config, read (not copied) as a description: it models
     1.09 TB/s of DRAM (850 MHz) and 1/8 of the H100's tensor rate."""
-    d = shared_data / "accelsim" / "selective_scan_fwd" / "baseline"
+    d = public_accelsim_configs / "selective_scan_fwd" / "baseline"
     opts, _, _ = read_options(d)
     validate_accelsim_options(opts)  # it ran (with indexing 0)
     g = read_accelsim_config(d)

@@ -1,8 +1,7 @@
-"""The GPGPU-Sim/Accel-Sim stdout parser, on the real Accel-Sim outputs in shared/data."""
+"""The GPGPU-Sim/Accel-Sim stdout parser, on real Accel-Sim outputs (tests/data/accelsim)."""
 
 from __future__ import annotations
 
-import lzma
 import re
 from pathlib import Path
 
@@ -10,16 +9,16 @@ import pytest
 
 from simfront.sim.accelsim import parse as acs
 
-from conftest import ACCELSIM_DATA, SCAN_STEP
+from conftest import ACCELSIM_LOGS, SCAN_STEP
 
-BASELINE = ACCELSIM_DATA / "selective_scan_fwd" / "baseline" / "accelsim.out.txt"
-CRASH_VEC = ACCELSIM_DATA / "selective_scan_fwd" / "vector_2x" / "attempt1_crash.out.txt"
-TWO_CRASH = ACCELSIM_DATA / "two_kernels_fwd_then_bwd_crash.out.txt"
+BASELINE = ACCELSIM_LOGS / "selective_scan_fwd_baseline.out.xz"
+CRASH_VEC = ACCELSIM_LOGS / "selective_scan_fwd_vector_2x_crash.out.xz"
+TWO_CRASH = ACCELSIM_LOGS / "two_kernels_fwd_then_bwd_crash.out.xz"
 MULTI = Path(__file__).parent / "data" / "accelsim_two_kernels_ampere.out.xz"
 
 
 @pytest.fixture(scope="module")
-def baseline(shared_data):
+def baseline():
     parsed = acs.parse_file(BASELINE)
     return parsed, acs.kernel_records(parsed)
 
@@ -48,7 +47,7 @@ def test_baseline_headline_numbers(baseline):
 
 def test_baseline_stall_line_exactly_as_printed(baseline):
     _, (r,) = baseline
-    line = next(ln for ln in BASELINE.read_text().splitlines() if ln.startswith("Stall:"))
+    line = next(ln for ln in acs.read_text(BASELINE).splitlines() if ln.startswith("Stall:"))
     printed = dict(p.split(":") for p in line.split())
     assert {"Stall", "W0_Idle", "W0_Scoreboard", "W1", "W32"} <= set(printed)
     assert len(printed) == 35
@@ -58,7 +57,7 @@ def test_baseline_stall_line_exactly_as_printed(baseline):
 
 def test_baseline_cache_tables_exactly_as_printed(baseline):
     _, (r,) = baseline
-    text = BASELINE.read_text()
+    text = acs.read_text(BASELINE)
     l1 = re.findall(r"Total_core_cache_stats_breakdown\[(\w+)\]\[(\w+)\] = (\d+)", text)
     l2 = re.findall(r"L2_cache_stats_breakdown\[(\w+)\]\[(\w+)\] = (\d+)", text)
     assert len(l1) >= 11 * 6 and len(l2) >= 11 * 6
@@ -82,7 +81,7 @@ def test_baseline_cache_tables_exactly_as_printed(baseline):
 
 def test_baseline_dram_interconnect_and_rate(baseline):
     parsed, (r,) = baseline
-    text = BASELINE.read_text()
+    text = acs.read_text(BASELINE)
     n_rd = sum(int(x) for x in re.findall(r"\bn_rd=(\d+)", text))
     atom = (int(parsed.options["gpgpu_dram_buswidth"]) * int(parsed.options["gpgpu_dram_burst_length"]))
     assert r["dram_read_bytes"] == n_rd * atom
@@ -98,7 +97,7 @@ def test_baseline_dram_interconnect_and_rate(baseline):
     assert r["time_us"] == pytest.approx(56068 / 1132.0)
 
 
-def test_vector_2x_crash_is_a_failure_quoting_the_assertion(shared_data):
+def test_vector_2x_crash_is_a_failure_quoting_the_assertion():
     parsed = acs.parse_file(CRASH_VEC)
     recs = acs.kernel_records(parsed)
     assert not parsed.ok and parsed.failure_kind == "assertion"
@@ -108,7 +107,7 @@ def test_vector_2x_crash_is_a_failure_quoting_the_assertion(shared_data):
     assert [r["kernel_uid"] for r in recs] == [1]
 
 
-def test_two_kernels_crash_keeps_kernel_one(shared_data):
+def test_two_kernels_crash_keeps_kernel_one():
     parsed = acs.parse_file(TWO_CRASH)
     recs = acs.kernel_records(parsed)
     assert not parsed.ok
@@ -120,8 +119,8 @@ def test_two_kernels_crash_keeps_kernel_one(shared_data):
     assert k2["kernel_id"] == 35643 and k2["kernel_name"].startswith("_Z25selective_scan_bwd")
 
 
-def test_cut_output_is_never_a_result(shared_data):
-    text = BASELINE.read_text()
+def test_cut_output_is_never_a_result():
+    text = acs.read_text(BASELINE)
     cut = text[: text.index("L2_total_cache_accesses")]  # killed mid-statistics
     parsed = acs.parse_log(cut)
     assert not parsed.ok and parsed.failure_kind == "truncated"
@@ -129,8 +128,8 @@ def test_cut_output_is_never_a_result(shared_data):
     assert not any(r["complete"] for r in acs.kernel_records(parsed))
 
 
-def test_deadlock_message_is_a_failure(shared_data):
-    text = BASELINE.read_text()
+def test_deadlock_message_is_a_failure():
+    text = acs.read_text(BASELINE)
     head = text[: text.index("kernel_name = ")]
     log = head + ("\n\nGPGPU-Sim uArch: ERROR ** deadlock detected: last writeback core 3 @ "
                   "gpu_sim_cycle 1200 (+ gpu_tot_sim_cycle 0) (98800 cycles ago)\n"
@@ -140,19 +139,19 @@ def test_deadlock_message_is_a_failure(shared_data):
     assert "deadlock detected: last writeback core 3" in parsed.failure
 
 
-def test_unknown_lines_are_counted(shared_data):
-    text = BASELINE.read_text().replace("gpu_stall_icnt2sh    = 0",
+def test_unknown_lines_are_counted():
+    text = acs.read_text(BASELINE).replace("gpu_stall_icnt2sh    = 0",
                                         "gpu_stall_icnt2sh    = 0\nsomething new: 42 widgets")
     parsed = acs.parse_log(text)
     assert parsed.n_unknown == 1
     assert "something new: # widgets" in parsed.unknown
 
 
-def test_compressed_log_parses_the_same(shared_data, tmp_path):
-    xz = tmp_path / "out.txt.xz"
-    xz.write_bytes(lzma.compress(BASELINE.read_bytes(), preset=1))
-    a = acs.kernel_records(acs.parse_file(xz))
-    b = acs.kernel_records(acs.parse_file(BASELINE))
+def test_compressed_log_parses_the_same(tmp_path):
+    plain = tmp_path / "out.txt"
+    plain.write_text(acs.read_text(BASELINE))
+    a = acs.kernel_records(acs.parse_file(BASELINE))
+    b = acs.kernel_records(acs.parse_file(plain))
     assert a == b or all(
         (x == y) or (x != x and y != y) for k in a[0] for x, y in [(a[0][k], b[0][k])])
 
@@ -185,8 +184,8 @@ def test_multi_kernel_cumulative_counters_are_differenced():
     assert all(r["l2_accesses"] > 0 for r in recs)
 
 
-def test_cycle_limit_cut_off_kernel_is_not_a_result(shared_data):
-    text = BASELINE.read_text()
+def test_cycle_limit_cut_off_kernel_is_not_a_result():
+    text = acs.read_text(BASELINE)
     at = text.index("GPGPU-Sim: *** simulation thread exiting ***")
     log = (text[:at] + "GPGPU-Sim: ** break due to reaching the maximum cycles (or "
            "instructions) **\n" + text[at:])

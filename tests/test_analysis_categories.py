@@ -54,7 +54,7 @@ def test_short_name(name, short):
     assert short_name(name) == short
 
 
-def test_every_real_kernel_is_named(shared_data):
+def test_every_real_kernel_is_named():
     # No launch of the real steps falls through to "other": every kernel there is one of
     # the operators the study reports.
     from simfront.stats.ncu import read_ncu_dir

@@ -1,4 +1,4 @@
-"""Hardware characterization of the two real H100 training steps (../shared/data/h100/ncu),
+"""Hardware characterization of the two real H100 training steps (tests/data/h100/ncu),
 checked against the facts the data README states."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import pytest
 from simfront.analysis.characterize import PIPE_USE_THRESHOLD, characterize, pipe_class
 from simfront.stats.ncu import read_ncu_csv
 
-from conftest import NCU_DIR
+from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 
-MAMBA2 = NCU_DIR / "mamba2_lm_2x768_L2048_B4.ncu.csv"
-MAMBA1 = NCU_DIR / "mamba1_lm_2x768_L2048_B4.ncu.csv"
+MAMBA2 = MAMBA2_NCU
+MAMBA1 = MAMBA1_NCU
 
 
 @pytest.fixture(scope="module")
-def steps(shared_data):
+def steps():
     return {"mamba2": characterize(read_ncu_csv(MAMBA2), "mamba2"),
             "mamba1": characterize(read_ncu_csv(MAMBA1), "mamba1")}
 
@@ -98,3 +98,34 @@ def test_comparison_with_published(steps):
     assert cmp.loc["DRAM bandwidth use, time-weighted", "published"] == 0.575
     assert cmp.loc["SSM share of step time", "ours"] < 0.20
     assert cmp["why"].str.len().min() > 20
+
+
+def test_texts_are_true_for_the_step_they_describe(repo_root):
+    """Two captures of different models (manifest.json beside each ncu.csv): each text names
+    its own model and shape and the shares its own records give; none carries the other's."""
+    from simfront.analysis.studies import characterize_ncu
+
+    big, tiny = characterize_ncu([repo_root / "traces" / "mamba2_lm-paper" / "ncu.csv",
+                                  repo_root / "traces" / "mamba1_lm-tiny" / "ncu.csv"])
+    assert (big.workload, tiny.workload) == ("mamba2_lm-paper", "mamba1_lm-tiny")
+    why = {ch.workload: " ".join(ch.comparison["why"]) for ch in (big, tiny)}
+    assert "d_model-768 Mamba2 model with a 50k vocabulary" in why["mamba2_lm-paper"]
+    assert "sequence 2048, batch 4 (8,192 tokens)" in why["mamba2_lm-paper"]
+    assert "d_model-64 Mamba1 model with a vocabulary of 256" in why["mamba1_lm-tiny"]
+    assert "sequence 128, batch 2 (256 tokens)" in why["mamba1_lm-tiny"]
+    assert "768" not in why["mamba1_lm-tiny"] and "50k" not in why["mamba1_lm-tiny"]
+    for ch in (big, tiny):
+        share = ch.categories["share"]
+        assert f"here GEMMs take {share['gemm']:.0%}" in why[ch.workload]
+        top = share.idxmax()
+        assert f"goes to {top} {share[top]:.0%}" in why[ch.workload]
+    # Mamba1's scan is vector-only: its text says so; Mamba2's SSD kernels are mixed
+    assert "its SSM kernels are vector-only" in why["mamba1_lm-tiny"]
+    assert "the SSM kernels among them are vector-bound" in why["mamba2_lm-paper"]
+
+
+def test_without_a_manifest_no_model_is_named(steps):
+    why = " ".join(steps["mamba1"].comparison["why"])
+    assert "d_model" not in why.replace("d_model squared", "").replace("with d_model:", "")
+    assert "vocabulary" not in why.replace("a large vocabulary", "")
+    assert "this step spends more of it in" in why

@@ -12,17 +12,18 @@ from click.testing import CliRunner
 
 from simfront.analysis.bound import analytic_bound, mix_from_ncu
 from simfront.analysis.correlate import correlate
+from simfront.analysis.studies import load_sweep_records
 from simfront.cli import cli
 from simfront.stats.h5store import write_results
 from simfront.stats.ncu import read_ncu_csv
 
-from conftest import NCU_DIR
+from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 
-MAMBA2 = NCU_DIR / "mamba2_lm_2x768_L2048_B4.ncu.csv"
+MAMBA2 = MAMBA2_NCU
 
 
 @pytest.fixture(scope="module")
-def m2(shared_data):
+def m2():
     return read_ncu_csv(MAMBA2)
 
 
@@ -126,7 +127,7 @@ def test_cli_balance_and_report(tmp_path, m2):
     assert "MAPE" in md
 
 
-def test_cli_characterize_json(shared_data):
+def test_cli_characterize_json():
     r = CliRunner().invoke(cli, ["analyze", "characterize", str(NCU_DIR), "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
@@ -158,7 +159,7 @@ def test_pipe_time_envelope_closed_form():
 def test_correlation_picks_the_workload_of_the_ncu_step(m2):
     """One sweep file holds several workloads; an ncu file is one step: the records of the
     workload whose launches pair with it are used, each launch once, in launch order."""
-    m1 = read_ncu_csv(NCU_DIR / "mamba1_lm_2x768_L2048_B4.ncu.csv")
+    m1 = read_ncu_csv(MAMBA1_NCU)
     cols = ["kernel_name", "cycles", "grid", "block"]
     a = m2[cols].assign(workload="mamba2", kernel_uid=range(1, len(m2) + 1))
     a["cycles"] *= 1.1
@@ -170,3 +171,35 @@ def test_correlation_picks_the_workload_of_the_ncu_step(m2):
     assert "mamba2" in " ".join(c.notes)
     c1 = correlate(sim, m1[cols], workload="mamba1")
     assert len(c1.matched) == len(m1) and c1.mape == pytest.approx(0.0)
+
+
+def test_report_opens_with_the_summary_mamba2_first(tmp_path, m2):
+    """The answer first: the summary across workloads is the first section, Mamba2 before
+    the rest, with the knee, the speedup at 8:1 and at the best ratio, the limiters' shares,
+    and a named place for the hardware what-ifs (rendered when given)."""
+    from simfront.analysis.report import Report
+    from simfront.analysis.studies import add_balance, balance_per_workload, balance_summary
+
+    rec = load_sweep_records(_synthetic_sweep(tmp_path / "toy.h5", m2))
+    other = rec.copy()
+    other["workload"] = "graphmamba"
+    rec = pd.concat([other, rec.assign(workload="mamba2_lm")], ignore_index=True)
+    results = balance_per_workload(rec, n_boot=20)
+    table = balance_summary(results)
+    assert list(table["workload"]) == ["mamba2_lm/toy", "graphmamba/toy"]
+    res = results["mamba2_lm/toy"]
+    assert table.loc[0, "speedup at 8:1"] == pytest.approx(res.step.loc[8.0, "speedup"])
+    assert table.loc[0, "speedup at best"] == pytest.approx(res.step["speedup"].max())
+    shares = table.loc[0, ["tensor-limited share", "vector-limited share", "other-limited share"]]
+    assert shares.sum() == pytest.approx(1.0)
+    whatif = [{"workload": "mamba2_lm", "condition": "66 SMs", "hw_ratio": 1.31,
+               "model_ratio": 1.42, "per_kernel_mape": 0.18}]
+    rep = Report("t", tmp_path / "rep")
+    add_balance(rep, results, whatif=whatif)
+    _, md = rep.write()
+    text = md.read_text()
+    heads = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert heads[0] == "Summary across workloads"
+    assert heads.index("Tensor:vector balance: mamba2_lm/toy") < heads.index(
+        "Tensor:vector balance: graphmamba/toy")
+    assert "How far the model's what-ifs held on hardware" in text and "66 SMs" in text

@@ -44,14 +44,14 @@ def test_diff_lists_changed_fields():
     assert "same GPU" in run("diff", "h100", "h100").output
 
 
-def test_validate_ok_and_failing(tmp_path, shared_data):
+def test_validate_ok_and_failing(tmp_path, public_accelsim_configs):
     assert "OK" in run("validate", "h100-vec2x").output
     bad = tmp_path / "bad.yaml"
     bad.write_text("base: h100\ndram:\n  partition_indexing: ipoly\n")
     r = CliRunner().invoke(cli, ["config", "validate", str(bad)])
     assert r.exit_code != 0
     assert "IPOLY" in str(r.exception)
-    public = shared_data / "accelsim" / "selective_scan_fwd" / "vector_2x"
+    public = public_accelsim_configs / "selective_scan_fwd" / "vector_2x"
     r = CliRunner().invoke(cli, ["config", "validate", str(public)])
     assert r.exit_code == 0 and "never execute" in r.output
 

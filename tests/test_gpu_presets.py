@@ -12,12 +12,14 @@ from simfront.gpu import GPU, h100, load_gpu, preset_names, validate
 from simfront.sim.backend import check_gpu
 from simfront.gpu.units import Size
 
-NCU_FILES = ("mamba2_lm_2x768_L2048_B4.ncu.csv", "mamba1_lm_2x768_L2048_B4.ncu.csv")
+from conftest import NCU_DIR
+
+NCU_FILES = ("mamba2_lm_2x768_L2048_B4.ncu.csv.xz", "mamba1_lm_2x768_L2048_B4.ncu.csv.xz")
 
 
 @pytest.fixture(scope="module")
-def ncu(shared_data):
-    frames = [pd.read_csv(shared_data / "h100" / "ncu" / f, skiprows=[1], thousands=",",
+def ncu():
+    frames = [pd.read_csv(NCU_DIR / f, skiprows=[1], thousands=",",
                           low_memory=False) for f in NCU_FILES]
     return pd.concat(frames, ignore_index=True)
 

@@ -8,6 +8,8 @@ import pytest
 
 from simfront.paths import REPO_ROOT
 
+from conftest import LM_PARTIAL
+
 
 @pytest.fixture(scope="module")
 def h100():
@@ -36,8 +38,8 @@ def _model(ts_dir, kid, gpu):
 
 
 @pytest.fixture(scope="module")
-def lm(shared_data):
-    return shared_data / "h100" / "traces" / "mamba2_lm_partial"
+def lm():
+    return LM_PARTIAL
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,9 @@
-"""The ncu CSV loader on the real H100 step records (../shared/data/h100/ncu)."""
+"""The ncu CSV loader on the real H100 step records (tests/data/h100/ncu)."""
 
 from __future__ import annotations
 
 import csv
+import lzma
 
 import numpy as np
 import pytest
@@ -10,24 +11,24 @@ import pytest
 from simfront.errors import InputError
 from simfront.stats.ncu import read_ncu_csv, read_ncu_dir
 
-from conftest import NCU_DIR
+from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 
-MAMBA2 = NCU_DIR / "mamba2_lm_2x768_L2048_B4.ncu.csv"
-MAMBA1 = NCU_DIR / "mamba1_lm_2x768_L2048_B4.ncu.csv"
+MAMBA2 = MAMBA2_NCU
+MAMBA1 = MAMBA1_NCU
 
 
 @pytest.fixture(scope="module")
-def m2(shared_data):
+def m2():
     return read_ncu_csv(MAMBA2)
 
 
 @pytest.fixture(scope="module")
-def m1(shared_data):
+def m1():
     return read_ncu_csv(MAMBA1)
 
 
 def _raw_rows(path):
-    with open(path, newline="") as f:
+    with lzma.open(path, "rt", newline="") as f:
         rows = list(csv.reader(f))
     return rows[0], rows[1], rows[2:]
 
@@ -86,7 +87,7 @@ def test_time_weighted_dram_use(m2, m1):
         assert tw == pytest.approx(0.54, abs=0.015)
 
 
-def test_read_dir_adds_workload(shared_data):
+def test_read_dir_adds_workload():
     df = read_ncu_dir(NCU_DIR)
     assert set(df["workload"]) == {"mamba2_lm_2x768_L2048_B4", "mamba1_lm_2x768_L2048_B4"}
     assert len(df) == 232 + 190

@@ -14,10 +14,10 @@ from simfront.errors import InputError
 from simfront.sim.accelsim import parse as acs
 from simfront.stats import h5store, schema
 
-from conftest import ACCELSIM_DATA
+from conftest import ACCELSIM_LOGS
 
-BASELINE = ACCELSIM_DATA / "selective_scan_fwd" / "baseline" / "accelsim.out.txt"
-TWO_CRASH = ACCELSIM_DATA / "two_kernels_fwd_then_bwd_crash.out.txt"
+BASELINE = ACCELSIM_LOGS / "selective_scan_fwd_baseline.out.xz"
+TWO_CRASH = ACCELSIM_LOGS / "two_kernels_fwd_then_bwd_crash.out.xz"
 
 
 def _job(job_id: str, path) -> tuple[list[dict], dict]:
@@ -33,7 +33,7 @@ def _job(job_id: str, path) -> tuple[list[dict], dict]:
 
 
 @pytest.fixture(scope="module")
-def results(shared_data, tmp_path_factory):
+def results(tmp_path_factory):
     r1, j1 = _job("job-a", BASELINE)
     r2, j2 = _job("job-b", TWO_CRASH)
     path = tmp_path_factory.mktemp("h5") / "sweep.h5"
@@ -136,8 +136,12 @@ def test_cli_parse_show_export(results, tmp_path):
     path, _ = results
     runner = CliRunner()
     res = runner.invoke(cli, ["stats", "parse", str(TWO_CRASH)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # a crashed run: non-zero, what was parsed printed
     assert "56,068" in res.output and "FAILED" in res.output and "REDG" in res.output
+    res = runner.invoke(cli, ["stats", "parse", "--json", str(TWO_CRASH)])
+    assert res.exit_code == 1 and "56068" in res.output and "undefined instruction" in res.output
+    res = runner.invoke(cli, ["stats", "parse", str(BASELINE)])
+    assert res.exit_code == 0 and "run: ok" in res.output
     res = runner.invoke(cli, ["stats", "show", str(path)])
     assert res.exit_code == 0 and "3 rows" in res.output and "sweep: l2-size" in res.output
     out = tmp_path / "x.csv"

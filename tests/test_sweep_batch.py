@@ -55,7 +55,7 @@ class ShellArrayExecutor(BatchExecutor):
 register_executor("shell", ShellArrayExecutor)
 
 
-def test_a_short_executor_runs_arrays_with_requeue(tmp_path, shared_data):
+def test_a_short_executor_runs_arrays_with_requeue(tmp_path):
     faults = tmp_path / "faults.json"
     path = write_sweep(tmp_path, "shell", traces=kernel_workloads(n=4),
                        options={"faults": str(faults)},

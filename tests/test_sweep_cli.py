@@ -12,7 +12,7 @@ from simfront.sweep.runner import Sweep
 from simfront.sweep.testing import kernel_workloads, write_sweep
 
 
-def test_cli_run_status_retry_gather(tmp_path, shared_data):
+def test_cli_run_status_retry_gather(tmp_path):
     faults = tmp_path / "faults.json"
     path = write_sweep(tmp_path, "cli", traces=kernel_workloads(n=3),
                        options={"faults": str(faults)},

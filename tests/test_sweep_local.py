@@ -47,7 +47,7 @@ def _exactly_once(sweep: Sweep, log: Path | None = None) -> None:
         assert sorted(lines) == sorted(ids) and set(lines.values()) == {1}, lines
 
 
-def test_run_gathers_hdf5_and_rerun_skips_finished(tmp_path, shared_data):
+def test_run_gathers_hdf5_and_rerun_skips_finished(tmp_path):
     path = write_sweep(tmp_path, "basic", traces=kernel_workloads(n=6),
                        backends=["sweep-noop", "sweep-probe"])
     s = Sweep.open(path)
@@ -68,7 +68,7 @@ def test_run_gathers_hdf5_and_rerun_skips_finished(tmp_path, shared_data):
     _exactly_once(s)
 
 
-def test_changing_an_axis_adds_jobs_and_keeps_old_results(tmp_path, shared_data):
+def test_changing_an_axis_adds_jobs_and_keeps_old_results(tmp_path):
     path = write_sweep(tmp_path, "axis", axes={"sm_count": [66, 132]}, backends="sweep-noop")
     s1 = Sweep.open(path)
     assert s1.run(progress=False).counts["done"] == 2
@@ -84,7 +84,7 @@ def test_changing_an_axis_adds_jobs_and_keeps_old_results(tmp_path, shared_data)
     _exactly_once(s2)
 
 
-def test_crash_timeout_and_errors_retry_then_fail_with_reason(tmp_path, shared_data):
+def test_crash_timeout_and_errors_retry_then_fail_with_reason(tmp_path):
     faults = tmp_path / "faults.json"
     path = write_sweep(tmp_path, "faults", traces=kernel_workloads(n=8),
                        options={"faults": str(faults)},
@@ -118,7 +118,7 @@ def test_crash_timeout_and_errors_retry_then_fail_with_reason(tmp_path, shared_d
     assert Sweep.open(path).run(progress=False).counts["done"] == 8
 
 
-def test_kill_9_of_the_driver_then_rerun_runs_every_job_exactly_once(tmp_path, shared_data):
+def test_kill_9_of_the_driver_then_rerun_runs_every_job_exactly_once(tmp_path):
     log = tmp_path / "backend.log"
     path = write_sweep(tmp_path, "kill9", traces=kernel_workloads(n=12),
                        options={"log": str(log), "sleep_s": 0.25},
@@ -137,7 +137,7 @@ def test_kill_9_of_the_driver_then_rerun_runs_every_job_exactly_once(tmp_path, s
     assert len(read_jobs(summary.results)) == 12
 
 
-def test_ctrl_c_stops_cleanly_and_leaves_the_store_consistent(tmp_path, shared_data):
+def test_ctrl_c_stops_cleanly_and_leaves_the_store_consistent(tmp_path):
     log = tmp_path / "backend.log"
     path = write_sweep(tmp_path, "ctrlc", traces=kernel_workloads(n=10),
                        options={"log": str(log), "sleep_s": 0.2}, executor={"workers": 2})
@@ -161,7 +161,7 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_store_consistent(tmp_path, shared_d
     _exactly_once(s, log)
 
 
-def test_a_second_driver_is_refused_while_one_runs(tmp_path, shared_data):
+def test_a_second_driver_is_refused_while_one_runs(tmp_path):
     path = write_sweep(tmp_path, "two", traces=kernel_workloads(n=4),
                        options={"sleep_s": 1.0}, executor={"workers": 1})
     proc = _driver(path)
@@ -178,7 +178,7 @@ def test_a_second_driver_is_refused_while_one_runs(tmp_path, shared_data):
     assert "cancelled by user" in set(s.status().reason)
 
 
-def test_an_orphaned_worker_past_its_time_limit_is_killed(tmp_path, shared_data):
+def test_an_orphaned_worker_past_its_time_limit_is_killed(tmp_path):
     faults = tmp_path / "faults.json"
     path = write_sweep(tmp_path, "orphan", traces=kernel_workloads(n=2),
                        options={"faults": str(faults)},

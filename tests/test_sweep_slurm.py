@@ -52,7 +52,7 @@ def _wait_for(cond, timeout: float = 90.0) -> None:
         time.sleep(0.1)
 
 
-def test_sweep_of_24_jobs_through_sbatch_arrays_survives_kill_9(tmp_path, shared_data, slurm):
+def test_sweep_of_24_jobs_through_sbatch_arrays_survives_kill_9(tmp_path, slurm):
     # The real built-in model when it is there; else the probe (sweep machinery only).
     backend = "model" if "model" in backend_names() else "sweep-probe"
     log = tmp_path / "probe.log"
@@ -99,7 +99,7 @@ def test_sweep_of_24_jobs_through_sbatch_arrays_survives_kill_9(tmp_path, shared
     assert set(recs.backend) == {backend}
 
 
-def test_crashing_task_is_requeued_then_failed_with_slurms_reason(tmp_path, shared_data, slurm):
+def test_crashing_task_is_requeued_then_failed_with_slurms_reason(tmp_path, slurm):
     faults = tmp_path / "faults.json"
     path = write_sweep(tmp_path, "slurmfault", traces=kernel_workloads(n=3),
                        options={"faults": str(faults)},
@@ -119,7 +119,7 @@ def test_crashing_task_is_requeued_then_failed_with_slurms_reason(tmp_path, shar
     assert len(list((s.directory / "batches").glob("*.sh"))) >= 2  # requeues are new arrays
 
 
-def test_cancel_stops_submitted_arrays(tmp_path, shared_data, slurm):
+def test_cancel_stops_submitted_arrays(tmp_path, slurm):
     path = write_sweep(tmp_path, "slurmcancel", traces=kernel_workloads(n=4),
                        options={"sleep_s": 30},
                        resources={"cpus": 1, "mem": "500M", "time": "2m"},

@@ -12,7 +12,9 @@ from simfront.errors import SweepError
 from simfront.sweep.plan import plan_sweep, variant_points
 from simfront.sweep.spec import load_sweep
 
-TRACE = "{shared}/data/h100/traces/mamba1_scan_step"
+from conftest import SCAN_STEP
+
+TRACE = str(SCAN_STEP)
 
 
 def _write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
@@ -44,7 +46,7 @@ executor:
 """
 
 
-def test_good_file_parses_and_expands(tmp_path, shared_data):
+def test_good_file_parses_and_expands(tmp_path):
     spec = load_sweep(_write(tmp_path, GOOD))
     assert spec.name == "l2-and-sms"
     assert [a.name for a in spec.axes] == ["sm_count", "l2_size"]
@@ -70,7 +72,7 @@ def test_good_file_parses_and_expands(tmp_path, shared_data):
     assert len({j.config_hash for j in plan.jobs}) == 6
 
 
-def test_job_ids_follow_content_not_names(tmp_path, shared_data):
+def test_job_ids_follow_content_not_names(tmp_path):
     a = plan_sweep(load_sweep(_write(tmp_path, GOOD, "a.yaml")))
     renamed = GOOD.replace("name: scan", "name: renamed").replace("l2-and-sms", "other")
     b = plan_sweep(load_sweep(_write(tmp_path, renamed, "b.yaml")))
@@ -80,7 +82,7 @@ def test_job_ids_follow_content_not_names(tmp_path, shared_data):
     assert not {j.job_id for j in a.jobs} & {j.job_id for j in c.jobs}
 
 
-def test_geometric_range_and_zip(tmp_path, shared_data):
+def test_geometric_range_and_zip(tmp_path):
     text = GOOD.replace('sm_count: {start: 66, stop: 132, step: 33}',
                         'sm_count: {start: 33, stop: 132, factor: 2}')
     text = text.replace('l2_size: ["25 MiB", "50 MiB"]',
@@ -150,7 +152,7 @@ def test_yaml_syntax_error_names_line(tmp_path):
     ("kernels: [kernel-35636.traceg.xz]", "kernels: [selective_scan_fwd*]", "kernels",
      "kernels: [selective"),
 ])
-def test_bad_values_found_when_planning_name_key_and_line(tmp_path, shared_data, old, new, key,
+def test_bad_values_found_when_planning_name_key_and_line(tmp_path, old, new, key,
                                                           needle):
     text = GOOD.replace(old, new)
     assert text != GOOD
@@ -162,7 +164,7 @@ def test_bad_values_found_when_planning_name_key_and_line(tmp_path, shared_data,
     assert info.value.line == _line_of(text, needle)
 
 
-def test_cli_plan_prints_count_and_cost_or_key_and_line(tmp_path, shared_data, capsys):
+def test_cli_plan_prints_count_and_cost_or_key_and_line(tmp_path, capsys):
     path = _write(tmp_path, GOOD)
     main(["sweep", "plan", str(path)])
     out = capsys.readouterr().out
@@ -176,7 +178,7 @@ def test_cli_plan_prints_count_and_cost_or_key_and_line(tmp_path, shared_data, c
     assert f"line {_line_of(GOOD, 'resources:')}" in err and "resources.gpus" in err
 
 
-def test_example_sweep_files_plan(repo_root, shared_data):
+def test_example_sweep_files_plan(repo_root):
     files = sorted((repo_root / "experiments").glob("*.yaml"))
     assert any(f.name.startswith("example") for f in files)
     for f in files:

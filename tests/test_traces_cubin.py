@@ -15,21 +15,23 @@ from simfront.traces.repair import (
 )
 from simfront.traces.validate import validate_set
 
+from conftest import MAMBA1_NCU, SHARED_WHEELS
+
 SIDECAR = repo_dir("traces") / "provenance" / "mamba1_scan_step.launches.jsonl"
 
 
 @pytest.fixture(scope="module")
-def wheel_kernels(shared_data):
-    wheels = sorted((shared_data.parent / "wheels").glob("mamba_ssm-*.whl"))
+def wheel_kernels():
+    wheels = sorted(SHARED_WHEELS.glob("mamba_ssm-*.whl"))
     if not wheels:
         pytest.skip("no mamba_ssm wheel in shared/wheels")
     return {k.name: k for k in read_kernels(wheels[0]) if k.sm == 90}
 
 
-def test_wheel_registers_match_ncu(wheel_kernels, shared_data):
+def test_wheel_registers_match_ncu(wheel_kernels):
     if demangle("_Z3foov") == "_Z3foov":
         pytest.skip("c++filt (binutils) not available to compare names with ncu's")
-    records = load_ncu(shared_data / "h100" / "ncu" / "mamba1_lm_2x768_L2048_B4.ncu.csv")
+    records = load_ncu(MAMBA1_NCU)
     names = [n for n in wheel_kernels if "selective_scan" in n]
     by_name = {normalize_name(d): wheel_kernels[n] for n, d in zip(names, demangle_many(names))}
     compared = 0
@@ -52,8 +54,11 @@ def test_sidecar_registers_are_the_wheels(wheel_kernels, scan_step):
             assert wheel_kernels[name].regs == rec["regs"]
 
 
-def test_repair_with_cubin_registers(tmp_path, scan_step, shared_data):
-    wheel = sorted((shared_data.parent / "wheels").glob("mamba_ssm-*.whl"))[0]
+def test_repair_with_cubin_registers(tmp_path, scan_step):
+    wheels = sorted(SHARED_WHEELS.glob("mamba_ssm-*.whl"))
+    if not wheels:
+        pytest.skip("no mamba_ssm wheel in shared/wheels (third-party: not shipped)")
+    wheel = wheels[0]
     out = tmp_path / "fixed"
     repair_set(scan_step, out, load_cubin(wheel, 90), binary_version=90, kernels=[35636],
                xz_preset=0)

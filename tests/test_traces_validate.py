@@ -16,6 +16,8 @@ from simfront.traces.repair import (
 )
 from simfront.traces.validate import structure_problems, validate_set
 
+from conftest import LM_PARTIAL, MAMBA2_NCU
+
 SIDECAR = repo_dir("traces") / "provenance" / "mamba1_scan_step.launches.jsonl"
 
 
@@ -74,11 +76,11 @@ def test_repair_from_sidecar_passes_validate(tmp_path, scan_step):
     assert TraceSet(scan_step).kernel(35636).header.nregs == 32715
 
 
-def test_repair_from_ncu_exact_launch(tmp_path, shared_data):
+def test_repair_from_ncu_exact_launch(tmp_path):
     if demangle("_Z3foov") == "_Z3foov":
         pytest.skip("c++filt (binutils) not available to demangle trace names for ncu matching")
-    src = shared_data / "h100" / "traces" / "mamba2_lm_partial"
-    records = load_ncu(shared_data / "h100" / "ncu" / "mamba2_lm_2x768_L2048_B4.ncu.csv")
+    src = LM_PARTIAL
+    records = load_ncu(MAMBA2_NCU)
     header = TraceSet(src).kernel(25248).header
     m = match_record(header, records)
     assert m is not None and m.how == "name+grid+block"
@@ -89,19 +91,19 @@ def test_repair_from_ncu_exact_launch(tmp_path, shared_data):
     assert TraceSet(out).kernel(25248).header.nregs == 18
 
 
-def test_ncu_and_cxxfilt_names_normalise_alike(shared_data):
+def test_ncu_and_cxxfilt_names_normalise_alike():
     if demangle("_Z3foov") == "_Z3foov":
         pytest.skip("c++filt not available to demangle trace names")
-    records = load_ncu(shared_data / "h100" / "ncu" / "mamba2_lm_2x768_L2048_B4.ncu.csv")
-    header = TraceSet(shared_data / "h100" / "traces" / "mamba2_lm_partial").kernel(25248).header
+    records = load_ncu(MAMBA2_NCU)
+    header = TraceSet(LM_PARTIAL).kernel(25248).header
     names = {normalize_name(r.name) for r in records}
     assert normalize_name(demangle(header.name)) in names
 
 
-def test_name_only_match_gives_registers_not_shmem(scan_step, shared_data):
+def test_name_only_match_gives_registers_not_shmem(scan_step):
     if demangle("_Z3foov") == "_Z3foov":
         pytest.skip("c++filt (binutils) not available to demangle trace names for ncu matching")
-    records = load_ncu(shared_data / "h100" / "ncu" / "mamba2_lm_2x768_L2048_B4.ncu.csv")
+    records = load_ncu(MAMBA2_NCU)
     header = TraceSet(scan_step).kernel(35637).header  # reduce_kernel, grid not in ncu
     m = match_record(header, records)
     assert m is not None and m.how.startswith("name only")

@@ -11,9 +11,11 @@ import pytest
 from simfront.workloads import get_spec
 from simfront.workloads.kernels import SSD_BWD, SSD_FWD, base_name, check_kernels, expected_kernels
 
+from conftest import NCU_DIR
+
 
 def _kernel_names(ncu_dir, stem):
-    path = ncu_dir / f"{stem}.ncu.csv"
+    path = ncu_dir / f"{stem}.ncu.csv.xz"
     if not path.exists():
         pytest.skip(f"{path} not found")
     df = pd.read_csv(path, skiprows=[1], usecols=["Kernel Name"])   # row 2 holds units
@@ -23,8 +25,8 @@ def _kernel_names(ncu_dir, stem):
 @pytest.mark.parametrize("name,stem,launches", [
     ("mamba2_lm", "mamba2_lm_2x768_L2048_B4", 232),
     ("mamba1_lm", "mamba1_lm_2x768_L2048_B4", 190)])
-def test_paper_step_launches_what_the_h100_profile_holds(shared_data, name, stem, launches):
-    names = _kernel_names(shared_data / "h100" / "ncu", stem)
+def test_paper_step_launches_what_the_h100_profile_holds(name, stem, launches):
+    names = _kernel_names(NCU_DIR, stem)
     assert len(names) == launches          # data/README: one row per launch
     assert check_kernels(names, get_spec(name).config("paper")) == []
 
@@ -45,9 +47,9 @@ def test_captured_steps_launch_what_is_expected(repo_root, trace_set, name, pres
     assert check_kernels(names, get_spec(name).config(preset)) == []
 
 
-def test_missing_triton_kernels_are_reported(shared_data):
+def test_missing_triton_kernels_are_reported():
     """What the 2024 tracer's blind spot looks like: every Triton launch gone."""
-    names = _kernel_names(shared_data / "h100" / "ncu", "mamba2_lm_2x768_L2048_B4")
+    names = _kernel_names(NCU_DIR, "mamba2_lm_2x768_L2048_B4")
     triton = set(SSD_FWD + SSD_BWD) | {"_layer_norm_fwd_1pass_kernel", "_layer_norm_bwd_kernel"}
     kept = [n for n in names if base_name(n) not in triton and not n.startswith("nvjet")]
     problems = check_kernels(kept, get_spec("mamba2_lm").config("paper"))

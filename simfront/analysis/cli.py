@@ -151,7 +151,8 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
 def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> None:
     """Write a self-contained HTML page and Markdown with PNG figures."""
     from simfront.analysis.report import Report
-    from simfront.analysis.studies import (add_balance, add_characterization, add_correlation,
+    from simfront.analysis.studies import (add_balance, add_balance_summary,
+                                           add_characterization, add_correlation,
                                            balance_per_workload, characterize_ncu,
                                            load_sweep_records)
 
@@ -159,11 +160,14 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
         raise click.UsageError("give at least one input: --ncu and/or --sweep")
     rep = Report(title, Path(out), provenance={"ncu": [str(p) for p in ncu_paths],
                                                "sweeps": [str(s) for s in sweeps]})
+    recs = [load_sweep_records(sw, ratio_column) for sw in sweeps]
+    studied = [(rec, balance_per_workload(rec)) for rec in recs]
+    if studied:  # the answer first: the summary across every swept workload
+        add_balance_summary(rep, {k: v for _, res in studied for k, v in res.items()})
     if ncu_paths:
         add_characterization(rep, characterize_ncu(list(ncu_paths)))
-    for sw in sweeps:
-        rec = load_sweep_records(sw, ratio_column)
-        add_balance(rep, balance_per_workload(rec))
+    for rec, results in studied:
+        add_balance(rep, results, summary=False)
         if corr_ncu is not None:
             from simfront.analysis.correlate import base_config_records, correlate
             from simfront.stats.ncu import read_ncu_csv

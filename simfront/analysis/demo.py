@@ -78,12 +78,16 @@ def write_sweep_file(path: Path, trace_sets: list[Path], ratios, backend: str = 
 
 
 def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
-             backend: str = "model", imports: tuple[str, ...] = ()) -> tuple[Path, Path]:
+             backend: str = "model", imports: tuple[str, ...] = (),
+             whatif: list[dict] | None = None) -> tuple[Path, Path]:
     """Run the demo into ``out``; return the report's HTML and Markdown paths. ``backend``
     and ``imports`` (modules or .py files that register a backend) exist for tests and for
-    trying the pipeline with another backend."""
+    trying the pipeline with another backend. ``whatif``: rows of how far the model's
+    what-ifs held on hardware (:data:`simfront.analysis.studies.WHATIF_KEYS`), shown in the
+    summary when given."""
     from simfront.analysis.report import Report
-    from simfront.analysis.studies import add_balance, balance_per_workload, load_sweep_records
+    from simfront.analysis.studies import (add_balance, add_balance_summary,
+                                           balance_per_workload, load_sweep_records)
     from simfront.sim.backend import get_backend
 
     t0 = time.time()
@@ -117,6 +121,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
                  provenance={"sweep_file": str(sweep_file), "results": str(results),
                              "traces": [str(p) for p in sets], "backend": backend,
                              "ratios": list(ratios)})
+    add_balance_summary(rep, studies, whatif)  # the answer first
     intro = rep.section("What this is")
     intro.text(f"The shipped trace sets ({', '.join(p.name for p in sets)}) simulated by "
                f"the built-in timing model on H100 variants whose tensor:vector ratio "
@@ -127,7 +132,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
                "manifest.json): sizes this small leave most kernels bound by launch and "
                "latency, so read the curves as the method at work; "
                "experiments/mamba2_balance.yaml is the study to run on paper-size captures.")
-    add_balance(rep, studies, bounds)
+    add_balance(rep, studies, bounds, summary=False)
     _add_hardware_correlation(rep, rec, sets)
     html_path, md_path = rep.write()
     _say(f"done in {time.time() - t0:.1f} s: {html_path}")

@@ -26,16 +26,37 @@ RATIO_COLUMNS = ("tensor_vector_ratio", "ratio")
 
 
 def characterize_ncu(paths: list[Path]) -> list[Characterization]:
-    """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``)."""
-    from simfront.stats.ncu import read_ncu_csv, workload_name
+    """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``, compressed
+    ones too)."""
+    from simfront.stats.ncu import ncu_files, read_ncu_csv, workload_name
 
     files: list[Path] = []
     for p in paths:
         p = Path(p)
-        files += sorted(p.glob("*.ncu.csv")) if p.is_dir() else [p]
+        files += ncu_files(p) if p.is_dir() else [p]
     if not files:
         raise InputError("no ncu CSV files found", paths[0] if paths else None)
-    return [characterize(read_ncu_csv(f), workload_name(f)) for f in files]
+    out = []
+    for f in files:
+        name, config = _manifest_workload(f)
+        out.append(characterize(read_ncu_csv(f), name or workload_name(f), config))
+    return out
+
+
+def _manifest_workload(ncu_file: Path) -> tuple[str | None, dict | None]:
+    """The trace set's name and workload config from the ``manifest.json`` beside an ncu
+    file (a capture's ``ncu.csv``), else (None, None)."""
+    import json
+
+    manifest = Path(ncu_file).parent / "manifest.json"
+    if not manifest.is_file():
+        return None, None
+    try:
+        doc = json.loads(manifest.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable manifest beside {Path(ncu_file).name}: {exc}",
+                         manifest) from None
+    return doc.get("name"), (doc.get("workload") or {}).get("config")
 
 
 def ratio_of_params(params: dict[str, Any], base: str = "h100") -> float | None:
@@ -230,9 +251,83 @@ def add_ncu_bounds(report: Report, chars: list[Characterization]) -> None:
                       "(solid) and pipe-time envelope (dashed)")
 
 
+#: The ratio the summary quotes a speedup at besides the best one (half the H100's 16).
+SUMMARY_RATIO = 8.0
+
+#: Workload order in summaries: the study's subject first, then the rest alphabetically.
+_LEAD_ORDER = ("mamba2", "mamba1", "hybrid")
+
+#: What a what-if row gives (issue 12's simfront.analysis.whatif summary per trace set):
+#: the step's hardware and model ratio for one condition, and the per-kernel MAPE.
+WHATIF_KEYS = ("workload", "condition", "hw_ratio", "model_ratio", "per_kernel_mape")
+
+
+def _lead_key(name: str) -> tuple[int, str]:
+    low = name.lower()
+    for i, prefix in enumerate(_LEAD_ORDER):
+        if low.startswith(prefix):
+            return i, low
+    return len(_LEAD_ORDER), low
+
+
+def balance_summary(results: dict[str, BalanceResult]) -> pd.DataFrame:
+    """One row per workload, Mamba2 first: the knee, the speedup at 8:1 and at the best ratio,
+    and the share of baseline step time each limiter holds."""
+    rows = []
+    for name in sorted(results, key=_lead_key):
+        res = results[name]
+        step = res.step
+        base = step.loc[res.baseline_ratio]
+        at = (float(step.loc[SUMMARY_RATIO, "speedup"]) if SUMMARY_RATIO in step.index
+              else float("nan"))
+        rows.append({
+            "workload": name, "knee ratio": res.knee,
+            f"speedup at {SUMMARY_RATIO:g}:1": at,
+            "best ratio": float(step["speedup"].idxmax()),
+            "speedup at best": float(step["speedup"].max()),
+            **{f"{lim}-limited share": float(base[f"{lim}_limited"] / base["time"])
+               for lim in ("tensor", "vector", "other")},
+        })
+    return pd.DataFrame(rows)
+
+
+def add_balance_summary(report: Report, results: dict[str, BalanceResult],
+                        whatif: "list[dict] | None" = None) -> None:
+    """The answer first: a section across workloads. ``whatif`` (rows with the keys of
+    :data:`WHATIF_KEYS`, e.g. from issue 12's ``simfront.analysis.whatif``) adds how far the
+    model's what-ifs held on hardware; without it the section says none were given."""
+    s = report.section("Summary across workloads")
+    table = balance_summary(results)
+    if len(table):
+        lead = table.iloc[0]
+        knee = ("no knee in the swept range" if pd.isna(lead["knee ratio"]) else
+                f"the knee at ratio {lead['knee ratio']:.3g}")
+        s.text(f"{lead['workload']}: {knee}; step speedup "
+               f"{lead[f'speedup at {SUMMARY_RATIO:g}:1']:.3f}x at {SUMMARY_RATIO:g}:1 and "
+               f"{lead['speedup at best']:.3f}x at the best ratio ({lead['best ratio']:g}); at "
+               f"the baseline ratio {lead['tensor-limited share']:.0%} of step time is "
+               f"tensor-limited, {lead['vector-limited share']:.0%} vector-limited and "
+               f"{lead['other-limited share']:.0%} limited by neither. Ratios are tensor FLOP "
+               "per FP32 FLOP per cycle (the H100 is 16); the details of each workload follow.")
+        s.table(table, "Per workload (shares of step time at the baseline ratio)")
+    s.text("How far the model's what-ifs held on hardware for this step:")
+    if whatif:
+        s.table(pd.DataFrame([{k: row.get(k) for k in WHATIF_KEYS} for row in whatif]),
+                "Model against hardware what-ifs (hardware and model ratio of step time; "
+                "per-kernel MAPE)")
+    else:
+        s.text("no hardware what-if results were given for this report.")
+
+
 def add_balance(report: Report, results: dict[str, BalanceResult],
-                bounds: dict[str, AnalyticBound] | None = None) -> None:
-    for name, res in results.items():
+                bounds: dict[str, AnalyticBound] | None = None, summary: bool = True,
+                whatif: "list[dict] | None" = None) -> None:
+    """The balance study's sections: the summary across workloads first (unless ``summary``
+    is False because the caller placed it), then each workload, Mamba2 first."""
+    if summary:
+        add_balance_summary(report, results, whatif)
+    for name in sorted(results, key=_lead_key):
+        res = results[name]
         s = report.section(f"Tensor:vector balance: {name}")
         sm = res.summary()
         iv = res.intervals

@@ -38,6 +38,11 @@ def _table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
+#: exit status of ``stats parse`` when the log is of a failed run (a crash, an assertion, a
+#: cut-off log): what was parsed is still printed, and scripts can tell (2 is bad input).
+FAILED_RUN_EXIT = 1
+
+
 @click.group("stats")
 def stats() -> None:
     """Per-kernel records: parse simulator output, show and export HDF5 results."""
@@ -51,7 +56,9 @@ def stats() -> None:
 @click.option("--all", "all_columns", is_flag=True, help="every column, one kernel per block")
 @click.option("--json", "as_json", is_flag=True, help="print the records as JSON")
 def parse_cmd(log: Path, columns: str | None, all_columns: bool, as_json: bool) -> None:
-    """Parse a GPGPU-Sim/Accel-Sim stdout (plain, .xz or .zst) into per-kernel records."""
+    """Parse a GPGPU-Sim/Accel-Sim stdout (plain, .xz or .zst) into per-kernel records.
+
+    Exits 1 when the log is of a failed run (after printing what was parsed), 2 on bad input."""
     import fnmatch
 
     from simfront.sim.accelsim.parse import kernel_records, parse_file
@@ -61,6 +68,8 @@ def parse_cmd(log: Path, columns: str | None, all_columns: bool, as_json: bool) 
     if as_json:
         click.echo(json.dumps({"records": records, "failure": parsed.failure,
                                "unknown_lines": dict(parsed.unknown)}, indent=1, default=str))
+        if not parsed.ok:
+            raise click.exceptions.Exit(FAILED_RUN_EXIT)
         return
     if all_columns:
         for r in records:
@@ -82,6 +91,8 @@ def parse_cmd(log: Path, columns: str | None, all_columns: bool, as_json: bool) 
                f"{parsed.n_unknown} unknown lines", err=True)
     for shape, n in parsed.unknown.most_common(10):
         click.echo(f"  unknown x{n}: {shape}", err=True)
+    if not parsed.ok:
+        raise click.exceptions.Exit(FAILED_RUN_EXIT)
 
 
 @stats.command("show")

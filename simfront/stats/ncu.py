@@ -96,6 +96,16 @@ def _dims(text: pd.Series) -> pd.Series:
     return text.astype(str).str.replace(r"[()\s]", "", regex=True)
 
 
+COMPRESSED_SUFFIXES = (".xz", ".gz", ".bz2")
+
+
+def ncu_files(directory: str | Path, pattern: str = "*.ncu.csv") -> list[Path]:
+    """The files of a directory matching ``pattern``, also when stored compressed."""
+    directory = Path(directory)
+    return sorted(f for suffix in ("",) + COMPRESSED_SUFFIXES
+                  for f in directory.glob(pattern + suffix))
+
+
 def _open_text(path: Path):
     """The CSV as text, also when stored compressed (``.xz``, ``.gz``, ``.bz2``)."""
     import bz2
@@ -263,10 +273,10 @@ def _derive(df: pd.DataFrame) -> dict[str, pd.Series]:
 
 
 def read_ncu_dir(directory: str | Path, pattern: str = "*.ncu.csv") -> pd.DataFrame:
-    """Every ncu CSV of a directory, one frame, with a ``workload`` column (the file name
-    without ``.ncu.csv``)."""
+    """Every ncu CSV of a directory (compressed ones too), one frame, with a ``workload``
+    column (the file name without ``.ncu.csv``)."""
     directory = Path(directory)
-    files = sorted(directory.glob(pattern))
+    files = ncu_files(directory, pattern)
     if not files:
         raise InputError(f"no files matching '{pattern}'", directory)
     frames = []
@@ -281,6 +291,8 @@ def read_ncu_dir(directory: str | Path, pattern: str = "*.ncu.csv") -> pd.DataFr
 
 def workload_name(path: str | Path) -> str:
     name = Path(path).name
+    for suffix in COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
     for suffix in (".ncu.csv", ".csv"):
         if name.endswith(suffix):
             return name[: -len(suffix)]

@@ -21,7 +21,11 @@ import signal
 import time
 from pathlib import Path
 
+from simfront.paths import repo_dir
 from simfront.sim.backend import Backend, SimJob, SimResult, register
+
+# The H100 trace samples the test suite ships (tests/data/README.md): a checkout has them.
+SAMPLE_TRACES = repo_dir("tests") / "data" / "h100" / "traces"
 
 
 def _record(job: SimJob) -> dict:
@@ -92,7 +96,7 @@ def write_sweep(directory: Path, name: str = "t", *, traces: str | list = "mamba
                 axes: dict | None = None, backends: str | list = "sweep-probe",
                 options: dict | None = None, resources: dict | None = None,
                 executor: dict | None = None, extra: str = "") -> Path:
-    """Write a sweep file over the shared H100 traces for tests and benchmarks."""
+    """Write a sweep file over the H100 trace samples in tests/data for tests and benchmarks."""
     import yaml
 
     sets = [traces] if isinstance(traces, str) else list(traces)
@@ -100,7 +104,7 @@ def write_sweep(directory: Path, name: str = "t", *, traces: str | list = "mamba
     for t in sets:
         w = dict(t) if isinstance(t, dict) else {"traces": t}
         if "/" not in w["traces"] and not w["traces"].startswith("{"):
-            w["traces"] = "{shared}/data/h100/traces/" + w["traces"]
+            w["traces"] = str(SAMPLE_TRACES / w["traces"])
         workloads.append(w)
     doc: dict = {"name": name, "workloads": workloads,
                  "gpu": {"base": "h100", **({"axes": axes} if axes else {})},
@@ -115,11 +119,9 @@ def write_sweep(directory: Path, name: str = "t", *, traces: str | list = "mamba
 
 
 def kernel_workloads(set_name: str = "mamba1_scan_step", n: int = 8) -> list[dict]:
-    """``n`` workloads of one kernel each from a shared trace set: distinct jobs that need
+    """``n`` workloads of one kernel each from a sample trace set: distinct jobs that need
     no GPU axes."""
-    from simfront.paths import shared_dir
-
-    d = shared_dir() / "data" / "h100" / "traces" / set_name
+    d = SAMPLE_TRACES / set_name
     files = sorted(f.name for f in d.iterdir() if f.name.startswith("kernel-"))[:n]
-    return [{"name": f.split(".")[0], "traces": "{shared}/data/h100/traces/" + set_name,
+    return [{"name": f.split(".")[0], "traces": str(d),
              "kernels": [f]} for f in files]
