@@ -78,6 +78,8 @@ def test_conditions_name_the_model_gpu():
     with pytest.raises(InputError, match="unknown what-if condition 'h100-tv8'"):
         W.condition("h100-tv8")
     assert W.available_conditions(TINY) == ["h100-sms96", "h100-sms64", "h100-sms32", "h200-all"]
+    assert W.available_conditions(TRACES / "mamba2_lm-paper") == [
+        "h100-sms96", "h100-sms64", "h100-sms32", "h100-l2set25", "h200-all"]
 
 
 def test_missing_timeline_names_the_folder(tmp_path):

@@ -3,7 +3,7 @@
 A trace set may carry, in its ``whatif/`` folder, kernel timelines of the same step timed
 under changed hardware (``simfront timeline``; see docs/capture.md): ``h100-all`` (the
 H100 as it is: the baseline), ``h100-smsN`` (a green context of N SMs), ``h200-all`` (the
-H200: H100 silicon with 4.8 TB/s HBM3e and a 60 MiB L2), ``h100-l2setN`` (N MB of L2 set
+H200: H100 silicon with 4.8 TB/s HBM3e and a 60 MiB L2), ``h100-l2setN`` (N MiB of L2 set
 aside for persisting accesses). For each condition this module asks the model the same
 question: the trace set at the H100 baseline and at the matching GPU variant
 (:data:`CONDITIONS`), and compares the *ratios* (condition over baseline), launch by launch
@@ -74,10 +74,10 @@ def condition(label: str) -> Condition:
         return Condition(label, f"{n} SMs", "h100", (("sm_count", n),))
     m = re.fullmatch(r"h100-l2set(\d+)", label)
     if m:
-        # The H100's 50 MiB L2 less N MB set aside for persisting accesses; the model's L2
-        # sizes must split into whole sets, so 25 MB set aside is modelled as 25 MiB left.
+        # The H100's 50 MiB L2 less N MiB held by persisting lines of a pinned buffer
+        # (`simfront timeline --l2-setaside N`): the rest is what normal accesses can use.
         left = 50 - int(m.group(1))
-        return Condition(label, f"L2 with {m.group(1)} MB set aside", "h100",
+        return Condition(label, f"L2 less {m.group(1)} MiB set aside", "h100",
                          (("l2_size", f"{left} MiB"),))
     raise InputError(f"unknown what-if condition '{label}' (known: {BASE}, h200-all, "
                      "h100-smsN, h100-l2setN)")

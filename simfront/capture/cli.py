@@ -103,6 +103,8 @@ def match_cmd(ncu_csv, trace_dir, out):
               help="Override a workload config field (repeatable).")
 @click.option("--sms", default="all", show_default=True, metavar="N[,N...]",
               help="SM counts to time the step on (CUDA green contexts); 'all': the whole GPU.")
+@click.option("--l2-setaside", type=int, metavar="MIB", default=None,
+              help="Also time the whole GPU with MIB of L2 held by persisting lines.")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for timeline-<condition>.csv/.json.")
 @click.option("--trace-set", type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -110,16 +112,18 @@ def match_cmd(ncu_csv, trace_dir, out):
                    "(<gpu>-<condition>.csv.xz) and pair them with its launches.")
 @click.option("--force", is_flag=True, help="Replace timelines already in the trace set.")
 @click.option("--device", default="cuda", show_default=True)
-def timeline_cmd(workload, preset, iterations, sets, sms, out, trace_set, force, device):
+def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trace_set, force,
+                 device):
     """Time every kernel of WORKLOAD's steady-state step with CUPTI, on the whole GPU or on
     a green context's SMs: the hardware side of a what-if (see docs/capture.md)."""
     from simfront.capture.timeline import store_beside
     from simfront.workloads.run import parse_sets
-    from simfront.workloads.timelines import condition_label, parse_sms, run_timelines
+    from simfront.workloads.timelines import parse_sms, run_timelines
     from simfront.workloads.workload import build
 
     wl = build(workload, preset, device=device, overrides=parse_sets(list(sets)))
-    summaries = run_timelines(wl, parse_sms(sms), out, warmup=max(1, iterations - 1))
+    summaries = run_timelines(wl, parse_sms(sms), out, warmup=max(1, iterations - 1),
+                              l2_setaside_mb=l2_setaside)
     report = []
     for s in summaries:
         row = {"condition": s.label, "device": s.device_name, "sms": s.sms,

@@ -345,7 +345,7 @@ def _executor(ctx: _Ctx, top: LineDict) -> ExecutorSettings:
     kw: dict[str, Any] = {}
     kind = m.get("kind", "local")
     if kind not in EXECUTOR_KINDS:
-        from simfront.sweep.executor import executor_names
+        from simfront.sweep.registry import executor_names
         if kind not in executor_names():
             raise ctx.err(f"unknown executor {kind!r}; choose one of: "
                           f"{', '.join(executor_names())}", "executor.kind", m.line_of("kind"))

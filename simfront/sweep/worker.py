@@ -156,7 +156,7 @@ def _execute(spec: JobSpec, d: Path) -> dict[str, Any]:
 
         inputs.import_plugins(spec.imports, Path(spec.import_base) if spec.import_base else None)
         backend = get_backend(spec.backend)
-        gpu = inputs.build_gpu(spec.base_gpu, spec.params)
+        gpu = inputs.build_gpu(spec.base_gpu, spec.params, backends=(spec.backend,))
         job = SimJob(job_id=spec.job_id, trace_dir=Path(spec.trace_dir), gpu=gpu,
                      out_dir=d / "out", kernels=spec.kernels, options=dict(spec.options),
                      timeout_s=spec.timeout_s)

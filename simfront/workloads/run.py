@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sms", default="all", metavar="N[,N...]",
                    help="with --timeline: SM counts to time the step on (CUDA green "
                         "contexts), 'all' for the whole GPU; e.g. all,96,64,32")
+    p.add_argument("--l2-setaside", type=int, metavar="MIB",
+                   help="with --timeline: also time the step on the whole GPU with MIB of "
+                        "its L2 held by persisting lines (a smaller L2)")
     return p
 
 
@@ -81,7 +84,8 @@ def _timelines(args: argparse.Namespace) -> int:
     sms = parse_sms(args.sms)
     wl = build(args.name, args.preset, device=args.device, impl=args.impl,
                overrides=parse_sets(args.sets), amp=args.amp)
-    for s in run_timelines(wl, sms, args.timeline, warmup=max(1, args.iterations - 1)):
+    for s in run_timelines(wl, sms, args.timeline, warmup=max(1, args.iterations - 1),
+                           l2_setaside_mb=args.l2_setaside):
         print(f"{s.label}: {s.launches} kernels, kernel {s.kernel_ms:.3f} ms, busy "
               f"{s.busy_ms:.3f} ms, step {s.step_ms} ms", flush=True)
     return 0

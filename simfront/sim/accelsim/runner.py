@@ -2,7 +2,7 @@
 
 Job directory (``SimJob.out_dir``)::
 
-    gpgpusim.config, trace.config, *.icnt   the configs (written by simfront.gpu, or copied)
+    gpgpusim.config, trace.config, *.icnt   the configs (written by config.py, or copied)
     traces/                                 kernelslist.g + the kernels sent (links, or the
                                             --isa-compat rewritten copy)
     accelsim.stdout.xz, accelsim.stderr.xz  the simulator's output, compressed as it streams
@@ -46,7 +46,7 @@ from simfront.provenance import sha256_file, sha256_json, tool_versions
 from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
 from simfront.sim.accelsim.isa_compat import IsaCompatError, copy_traceset, rewrite_traceset
 from simfront.sim.backend import Backend, SimJob, SimResult
-from simfront.stats import accelsim as parser
+from simfront.sim.accelsim import parse as parser
 from simfront.traces.kernelslist import KernelRef, format_kernelslist, parse_kernelslist
 
 STDOUT_NAME = "accelsim.stdout.xz"
@@ -83,6 +83,11 @@ class AccelSimBackend(Backend):
 
     def check_available(self) -> None:
         self.install()
+
+    def check_gpu(self, gpu: Any, pipes_used: "set[str] | None" = None) -> None:
+        from simfront.sim.accelsim.config import validate_for_accelsim
+
+        validate_for_accelsim(gpu, pipes_used)
 
     def run(self, job: SimJob) -> SimResult:
         t0 = time.monotonic()
@@ -171,7 +176,8 @@ class AccelSimBackend(Backend):
                     shutil.copyfile(p, out / p.name)
                     hashes[p.name] = sha256_file(p)
             return src.name, sha256_json(hashes)
-        from simfront.gpu import config_hash, write_accelsim_config
+        from simfront.gpu import config_hash
+        from simfront.sim.accelsim.config import write_accelsim_config
 
         write_accelsim_config(job.gpu, out)
         for name in CONFIG_FILES:
