@@ -170,3 +170,17 @@ def test_store_beside_a_trace_set(tmp_path):
     with pytest.raises(InputError, match="already there"):
         store_beside(src, "sms64", dest)
     assert csv_out.read_bytes() == lzma.compress((src / "timeline-sms64.csv").read_bytes())
+
+
+def test_report_panel(tiny_sms32, tmp_path):
+    from simfront.analysis.report import Report
+
+    _, cache, _ = tiny_sms32
+    assert W.panel_section([TRACES / "mamba1_torch_elementwise"], cache) is None  # no timelines
+    sec = W.panel_section([TINY], cache, conditions=["h100-sms32"])
+    rep = Report("what-if panel", tmp_path / "rep")
+    rep.sections.append(sec)
+    html, md = rep.write()
+    text = md.read_text()
+    assert "What-ifs on hardware" in text and "32 SMs" in text
+    assert "_chunk_cumsum_fwd_kernel" in text  # the autotune choices, apart

@@ -460,7 +460,8 @@ def panel_frame(results: Sequence[WhatIf], worst: int = 3) -> pd.DataFrame:
 
 
 def panel_section(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
-                  progress: Callable[[str], None] | None = None):
+                  progress: Callable[[str], None] | None = None,
+                  conditions: Sequence[str] | None = None):
     """The report panel: how well the model's what-ifs held on hardware, for those of the
     given trace sets that carry what-if timelines; ``None`` if none does."""
     from simfront.analysis.report import Section
@@ -468,7 +469,7 @@ def panel_section(trace_sets: Sequence[str | Path], cache_dir: Path | None = Non
     results = []
     for d in trace_sets:
         if available_conditions(d) and (Path(d) / WHATIF_DIR / f"{BASE}.json").is_file():
-            results += compare(d, cache_dir=cache_dir, progress=progress)
+            results += compare(d, conditions, cache_dir=cache_dir, progress=progress)
     if not results:
         return None
     sec = Section("What-ifs on hardware").text(
