@@ -421,12 +421,16 @@ def library_notes(results: Sequence[WhatIf]) -> list[str]:
     lines = []
     for r in results:
         if r.n_library:
-            kinds = r.library.groupby("match").short_name.agg(lambda s: sorted(set(s)))
+            lib = r.library
+            names = {SHAPE: sorted(set(lib.short_name[lib.match == SHAPE])),
+                     KERNEL: sorted({f"{a} -> {b}" for a, b in zip(
+                         lib.short_name[lib.match == KERNEL], lib.tl_kernel[lib.match == KERNEL])})}
             lines.append(f"- {r.workload}, {r.title}: {r.n_library} launches ran another "
                          "launch shape or kernel than the trace (autotuning or a library's "
                          "choice, not a hardware effect; left out of the errors): " + "; ".join(
-                             f"{k}: {', '.join(v[:4])}{', ...' if len(v) > 4 else ''}"
-                             for k, v in kinds.items()) + ".")
+                             f"{'other launch shape' if k == SHAPE else 'other kernel'}: "
+                             f"{', '.join(v[:4])}{', ...' if len(v) > 4 else ''}"
+                             for k, v in names.items() if v) + ".")
     return lines
 
 
