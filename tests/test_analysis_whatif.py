@@ -95,6 +95,7 @@ def tiny_sms32(tmp_path_factory):
     return r, cache, msgs
 
 
+@pytest.mark.slow  # the model on two GPUs: about a CPU minute
 def test_analysis_on_real_data(tiny_sms32):
     r, cache, msgs = tiny_sms32
     assert any("launches in" in m for m in msgs)  # progress was shown
@@ -122,6 +123,7 @@ def test_analysis_on_real_data(tiny_sms32):
     assert "| mamba2_lm-tiny | 32 SMs |" in md and "_chunk_cumsum_fwd_kernel" in md
 
 
+@pytest.mark.slow  # the model on two GPUs: about a CPU minute
 def test_model_records_come_from_the_cache(tiny_sms32):
     _, cache, _ = tiny_sms32
     results = sorted(cache.rglob("result.json"))
@@ -133,6 +135,7 @@ def test_model_records_come_from_the_cache(tiny_sms32):
     assert [p.stat().st_mtime_ns for p in results] == stamps
 
 
+@pytest.mark.slow  # the model on two GPUs: about a CPU minute
 def test_cli(tiny_sms32, tmp_path):
     from click.testing import CliRunner
 
@@ -172,6 +175,7 @@ def test_store_beside_a_trace_set(tmp_path):
     assert csv_out.read_bytes() == lzma.compress((src / "timeline-sms64.csv").read_bytes())
 
 
+@pytest.mark.slow  # the model on two GPUs: about a CPU minute
 def test_report_panel(tiny_sms32, tmp_path):
     from simfront.analysis.report import Report
 
