@@ -254,13 +254,16 @@ def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
         t0 = time.monotonic()
         job = SimJob(job_id=f"whatif-{trace_dir.name}-{chash[:12]}", trace_dir=trace_dir,
                      gpu=gpu, out_dir=out, options={"launches": launches})
-        r = ModelBackend().run(job)
-        # The model keeps recent trace passes in memory for sweeps over parameters that do
-        # not change them; each condition here changes them (SM count, L2), and a paper set's
-        # passes at 32 SMs alone fill gigabytes, so let them go.
+        # The model keeps recent trace passes in memory for sweeps over parameters that
+        # leave them alone; every condition here changes them (SM count, L2), and 64 of a
+        # paper set's passes at 32 SMs filled 11 GB, so keep none.
         from simfront.sim.model import api
 
-        api._prepared.clear()
+        keep, api.PREPARED_CACHE_SIZE = api.PREPARED_CACHE_SIZE, 0
+        try:
+            r = ModelBackend().run(job)
+        finally:
+            api.PREPARED_CACHE_SIZE = keep
         if progress:
             progress(f"model: {trace_dir.name} on {gpu.name}: {len(r.records)} launches in "
                      f"{time.monotonic() - t0:.0f} s" + ("" if r.ok else f" ({r.reason})"))
