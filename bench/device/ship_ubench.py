@@ -16,6 +16,7 @@ import lzma
 import re
 import shutil
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -40,7 +41,7 @@ def machine(raw: Path) -> dict:
             "tools": {"tracer": "simfront_tracer.so", "tracer_sha256": sha[1] if sha else None,
                       "nvcc": nvcc[1] if nvcc else None, "ncu": ncu[1] if ncu else None},
             "clocks": {"max_sm": gpu.get("clocks.max.sm [MHz]"),
-                       "sm_at_start": gpu.get("clocks.sm [MHz]")}}
+                       "sm_at_start": gpu.get("clocks.current.sm [MHz]")}}
 
 
 def write_xz(src: Path, dest: Path) -> None:
@@ -66,7 +67,10 @@ def main() -> None:
                                        "mixes, empty launches (ubench_launches.csv)",
                                "command": f"ubench run {regex}".strip()},
                   **machine(raw), "capture_window": "all", "sampling": sampling,
-                  "source": f"bench/device/ubench.sh {args.commit}".strip()}
+                  "source": f"bench/device/ubench.sh {args.commit}".strip(),
+                  # the run left no clock of its own: the trace list's time stands for it
+                  "captured": datetime.fromtimestamp((src / "kernelslist.g").stat().st_mtime,
+                                                     timezone.utc).isoformat(timespec="seconds")}
         dest = store.register(src, fields, name, overwrite=True, check_body=False).path
         rows = [r for r in table if not regex or re.search(regex, r["label"])]
         with open(dest / "ubench_launches.csv", "w", newline="") as f:
