@@ -61,3 +61,45 @@ def test_every_real_kernel_is_named():
     from conftest import NCU_DIR
     df = read_ncu_dir(NCU_DIR)
     assert (df["category"] != "other").all(), df.loc[df["category"] == "other", "short_name"].unique()
+
+
+@pytest.mark.parametrize("name,short", [
+    # kineto (torch.profiler) spells names as c++filt does, from the shipped what-if timelines
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous "
+     "namespace)::OpaqueType<2u>, unsigned int, 3, 64, 64>(at::native::(anonymous namespace)::"
+     "OpaqueType<2u>*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::"
+     "(anonymous namespace)::OpaqueType<2u>, unsigned int, 64, 64>, at::native::(anonymous "
+     "namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)", "CatArrayBatchedCopy"),
+    ("void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>"
+     "(float*, float const*, long const*, float const*, float const*, bool, int, int, long, long)",
+     "nll_loss_backward_reduce_cuda_kernel_2d"),
+    ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
+     "direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+     "{lambda()#4}::operator()() const::{lambda(long)#1}>(at::TensorIteratorBase&, at::native::"
+     "direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+     "{lambda()#4}::operator()() const::{lambda(long)#1} const&)::{lambda(int)#1}>(int, "
+     "at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::"
+     "TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::"
+     "{lambda(long)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::"
+     "TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::"
+     "{lambda(long)#1} const&)::{lambda(int)#1})", "elementwise_kernel"),
+])
+def test_short_name_of_kineto_names(name, short):
+    assert short_name(name) == short
+
+
+@pytest.mark.parametrize("trace_set", ["mamba2_lm-paper", "mamba1_lm-paper", "mamba2_lm-tiny"])
+def test_timeline_names_meet_ncu_names(trace_set):
+    # The H100 timeline (kineto's names) and ncu's profile (ncu's names) of the same step
+    # must give the same short names, launch by launch in order.
+    from simfront.paths import repo_dir
+    from simfront.stats.ncu import read_ncu_csv
+
+    d = repo_dir("traces") / trace_set
+    tl = read_ncu_csv(d / "whatif" / "h100-all.csv.xz")
+    ncu = read_ncu_csv(d / "ncu.csv")
+    assert len(tl) == len(ncu)
+    a = [short_name(n) for n in tl["kernel_name"]]
+    b = [short_name(n) for n in ncu["kernel_name"]]
+    assert not [n for n in a if "(" in n or "::" in n or "{" in n]
+    assert a == b

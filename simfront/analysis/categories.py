@@ -86,19 +86,20 @@ def short_name(name: str) -> str:
             if not s.startswith("_ZN"):
                 break
         return last or s
-    # CUPTI/kineto and c++filt spell unnamed namespaces "(anonymous namespace)" where ncu
-    # writes "<unnamed>": a parenthesis that is no parameter list.
+    # Demanglers disagree on a few spellings: ncu writes ``<unnamed>`` where c++filt (and so
+    # kineto's timelines) writes ``(anonymous namespace)``, whose parenthesis would otherwise
+    # read as the parameter list. Lambdas (``{lambda()#3}``) nest like template arguments.
     s = s.replace("(anonymous namespace)", "<unnamed>")
     # Walk the top level only: template arguments, parameter lists and brackets nest.
     out: list[str] = []
     depth = 0
     for ch in s:
-        if ch in "<([":
+        if ch in "<([{":
             if ch == "(" and depth == 0:
                 break
             depth += 1
             continue
-        if ch in ">)]":
+        if ch in ">)]}":
             depth = max(depth - 1, 0)
             continue
         if depth == 0:

@@ -4,6 +4,7 @@
     simfront analyze balance SWEEP.h5              the tensor:vector balance study
     simfront analyze correlate SWEEP.h5 NCU.csv    simulated against measured cycles
     simfront analyze threeway SWEEP.h5...          model vs Accel-Sim vs H100, what-ifs
+    simfront analyze whatif TRACE_SET              model what-ifs against hardware what-ifs
     simfront report --out DIR [inputs]             HTML + Markdown report of all of them
     simfront demo --out DIR                        sample traces -> sweep -> balance report
 """
@@ -135,6 +136,42 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
         add_correlation(rep, corr)
         h, m = rep.write()
         click.echo(f"report: {h} and {m}", err=True)
+
+
+@analyze.command("whatif")
+@click.argument("trace_sets", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--conditions", default=None, metavar="LABEL,...",
+              help="What-if timelines to compare (file stems under whatif/, e.g. "
+                   "h100-sms64,h200-all; default: every one there).")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Model-record cache (default: $SIMFRONT_CACHE/whatif or "
+                                 "~/.cache/simfront/whatif).")
+@click.option("--worst", default=3, show_default=True, help="Worst kernels listed per row.")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write every launch's hardware and model ratios to this CSV.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: Path | None,
+               worst: int, csv_out: Path | None, as_json: bool) -> None:
+    """Model what-if ratios against hardware what-if ratios of TRACE_SET(s), per launch and
+    for the step (the timelines in each set's whatif/ folder)."""
+    from simfront.analysis.whatif import compare, render_markdown, summary
+
+    labels = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
+    results = []
+    for d in trace_sets:
+        results += compare(d, labels, cache_dir, progress=lambda m: click.echo(m, err=True))
+    if csv_out is not None:
+        import pandas as pd
+
+        from simfront.atomic import write_text
+        frames = [r.launches.assign(workload=r.workload, condition=r.condition)
+                  for r in results]
+        write_text(csv_out, pd.concat(frames).to_csv(index=False))
+    if as_json:
+        click.echo(_json_out(summary(results, worst)))
+    else:
+        click.echo(render_markdown(results, worst))
 
 
 @click.command("report")

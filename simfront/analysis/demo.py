@@ -134,6 +134,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
                "experiments/mamba2_balance.yaml is the study to run on paper-size captures.")
     add_balance(rep, studies, bounds, summary=False)
     _add_hardware_correlation(rep, rec, sets)
+    _add_whatif(rep, sets)
     html_path, md_path = rep.write()
     _say(f"done in {time.time() - t0:.1f} s: {html_path}")
     return html_path, md_path
@@ -155,6 +156,16 @@ def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
         corr.notes.append(f"The model at the H100 config against {p.name}/{ncu.name}, the "
                           "H100's ncu profile of the same step (elapsed cycles).")
         add_correlation(rep, corr, label=p.name)
+
+
+def _add_whatif(rep, sets: list[Path]) -> None:
+    """How far the model's what-ifs held on hardware, for the sets that ship timelines of
+    the same step under changed hardware (``whatif/``; simfront.analysis.whatif)."""
+    from simfront.analysis.whatif import panel_section
+
+    sec = panel_section(sets, progress=_say)
+    if sec is not None:
+        rep.sections.append(sec)
 
 
 def _bounds(sets: list[Path], studies: dict, base_gpu: str = "h100") -> dict:

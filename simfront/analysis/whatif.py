@@ -1,303 +1,497 @@
-"""How far the model's what-ifs hold on hardware that really changes.
+"""Model what-ifs held against hardware what-ifs (issue 12).
 
-A trace set may ship kernel timelines of the same step measured under hardware conditions
-(``TRACE_SET/whatif/<condition>.csv[.xz]`` plus ``.json``, written by
-``simfront timeline``): the H100 whole (``h100-all``), on a green context's SMs
-(``h100-sms64``), with part of its L2 held by persisting lines (``h100-l2set25``), or another
-GPU (``h200-all``). Each condition has a GPU description that changes the same thing in the
-model (:func:`condition_gpu`). For each condition this module pairs the timeline's launches
-with the trace set's (name, grid and block; launches that Triton or cuBLAS configured
-differently on the timing machine pair by name and position and are reported apart, as
-library choices rather than hardware effects), runs the model at the baseline and at the
-condition, and compares the two what-if ratios (condition over baseline), per kernel and
-for the step.
+A trace set may carry, in its ``whatif/`` folder, kernel timelines of the same step timed
+under changed hardware (``simfront timeline``; see docs/capture.md): ``h100-all`` (the
+H100 as it is: the baseline), ``h100-smsN`` (a green context of N SMs), ``h200-all`` (the
+H200: H100 silicon with 4.8 TB/s HBM3e and a 60 MiB L2), ``h100-l2setN`` (N MiB of L2 set
+aside for persisting accesses). For each condition this module asks the model the same
+question: the trace set at the H100 baseline and at the matching GPU variant
+(:data:`CONDITIONS`), and compares the *ratios* (condition over baseline), launch by launch
+and for the step.
 
-Model runs are cached on disk per (trace set hash, GPU config hash, model version), since a
-paper-size set takes about a minute of CPU per configuration.
+Launches are paired as in :mod:`simfront.stats.matching` (name, grid and block, in order).
+A timeline comes from another process than the trace, so Triton may have autotuned another
+launch shape and cuBLAS may have picked another GEMM kernel: such launches are paired by
+name (or, failing that, by category) and position between exactly paired neighbours, and
+reported apart as library choices, never mixed into the model's per-launch error.
+
+Model runs are the expensive part (a paper-size set is about a CPU minute per GPU), so their
+records are cached on disk per (trace set content, GPU config hash, model source hash).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
 import re
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from simfront.errors import InputError
-from simfront.stats.matching import align, launch_key, mape
 
+BASE = "h100-all"
 WHATIF_DIR = "whatif"
-BASELINE = "h100-all"
-#: The H200 as the model sees it: the H100 description with the H200's measured memory
-#: (gpu_configs/h100-as-h200.yaml says where each figure comes from).
-H200_PRESET = "h100-as-h200"
+
+#: match kinds of a trace launch against a timeline
+EXACT, SHAPE, KERNEL = "exact", "shape", "kernel"
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("SIMFRONT_CACHE", Path.home() / ".cache" / "simfront")) / "whatif"
+@dataclass(frozen=True)
+class Condition:
+    """A hardware what-if and the GPU description the model answers it with."""
+
+    label: str                                   # file stem under whatif/
+    title: str
+    gpu: str = "h100"                            # preset the variants apply to
+    variants: tuple[tuple[str, Any], ...] = ()
+
+    def model_gpu(self):
+        from simfront.gpu import load_gpu, with_variants
+
+        g = load_gpu(self.gpu)
+        return with_variants(g, **dict(self.variants)) if self.variants else g
 
 
-def conditions(trace_dir: str | Path) -> list[str]:
-    """Condition labels with a timeline beside the trace set, baseline first."""
+_FIXED = {
+    BASE: Condition(BASE, "H100", "h100"),
+    "h200-all": Condition("h200-all", "H200 (4.8 TB/s, 60 MiB L2)", "h100-as-h200"),
+}
+
+
+def condition(label: str) -> Condition:
+    """The condition a timeline's file stem names; unknown names are an error."""
+    if label in _FIXED:
+        return _FIXED[label]
+    m = re.fullmatch(r"h100-sms(\d+)", label)
+    if m:
+        n = int(m.group(1))
+        return Condition(label, f"{n} SMs", "h100", (("sm_count", n),))
+    m = re.fullmatch(r"h100-l2set(\d+)", label)
+    if m:
+        # The H100's 50 MiB L2 less N MiB held by persisting lines of a pinned buffer
+        # (`simfront timeline --l2-setaside N`): the rest is what normal accesses can use.
+        left = 50 - int(m.group(1))
+        return Condition(label, f"L2 less {m.group(1)} MiB set aside", "h100",
+                         (("l2_size", f"{left} MiB"),))
+    raise InputError(f"unknown what-if condition '{label}' (known: {BASE}, h200-all, "
+                     "h100-smsN, h100-l2setN)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _timeline_path(trace_dir: Path, label: str) -> Path:
+    for suffix in (".csv.xz", ".csv"):
+        p = trace_dir / WHATIF_DIR / f"{label}{suffix}"
+        if p.is_file():
+            return p
+    raise InputError(f"no timeline '{label}' (expected {label}.csv[.xz])", trace_dir / WHATIF_DIR)
+
+
+def available_conditions(trace_dir: str | Path) -> list[str]:
+    """Condition labels with a timeline in ``trace_dir/whatif``, the baseline excluded, in
+    a stable order (SM counts descending, then the rest by name)."""
     d = Path(trace_dir) / WHATIF_DIR
-    labels = sorted({re.sub(r"\.csv(\.xz)?$", "", p.name) for p in d.glob("*.csv*")})
-    return sorted(labels, key=lambda s: (s != BASELINE, s))
+    if not d.is_dir():
+        return []
+    labels = {p.name.split(".")[0] for p in d.glob("*.csv*")} - {BASE}
+
+    def key(s: str):
+        m = re.fullmatch(r"h100-sms(\d+)", s)
+        return (0, -int(m.group(1)), s) if m else (1, 0, s)
+
+    return sorted(labels, key=key)
 
 
-def condition_gpu(label: str, base: str = "h100"):
-    """The GPU description standing for a measured condition; InputError for a label this
-    module does not know how to model."""
-    from simfront.gpu import load_gpu
-    from simfront.gpu.variants import with_variants
-
-    gpu = load_gpu(base)
-    device, _, cond = label.partition("-")
-    if device == "h200" and cond == "all":
-        return load_gpu(H200_PRESET)
-    if device != "h100":
-        raise InputError(f"no GPU description for the what-if condition {label!r}",
-                         field="condition")
-    if cond == "all":
-        return gpu
-    if m := re.fullmatch(r"sms(\d+)", cond):
-        return with_variants(gpu, sm_count=int(m.group(1)))
-    if m := re.fullmatch(r"l2set(\d+)", cond):
-        left = gpu.l2.size.bytes - (int(m.group(1)) << 20)
-        return with_variants(gpu, l2_size=f"{left >> 20} MiB")
-    raise InputError(f"no GPU description for the what-if condition {label!r}",
-                     field="condition")
-
-
-def read_condition(trace_dir: str | Path, label: str) -> pd.DataFrame:
+def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict]:
+    """A condition's timeline (ncu layout, see simfront.capture.timeline) and its summary."""
     from simfront.stats.ncu import read_ncu_csv
 
-    d = Path(trace_dir) / WHATIF_DIR
-    for name in (f"{label}.csv.xz", f"{label}.csv"):
-        if (d / name).exists():
-            return read_ncu_csv(d / name)
-    raise InputError(f"no timeline for condition {label!r}", d)
-
-
-# --- pairing ------------------------------------------------------------------------------
-
-@dataclass
-class Pairing:
-    """Trace launch index -> timeline row, and which pairs differ in launch configuration."""
-
-    pairs: list[tuple[int, int]]
-    config_mismatch: set[int] = field(default_factory=set)    # trace indices
-    unpaired_trace: list[int] = field(default_factory=list)
-
-    @property
-    def exact(self) -> list[tuple[int, int]]:
-        return [(i, j) for i, j in self.pairs if i not in self.config_mismatch]
-
-
-def pair_timeline(trace_keys: list[tuple], timeline: pd.DataFrame) -> Pairing:
-    """Align a trace set's launch keys with a timeline's rows: first on (short name, grid,
-    block); then, in the gaps between those pairs, on short name alone (the same kernel,
-    launched with another configuration)."""
-    tl_keys = [launch_key(n, g, b) for n, g, b in
-               zip(timeline["kernel_name"], timeline["grid"], timeline["block"])]
-    exact = align(trace_keys, tl_keys)
-    pairs, mismatch = list(exact), set()
-    bounds = [(-1, -1), *exact, (len(trace_keys), len(tl_keys))]
-    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
-        a = list(range(i0 + 1, i1))
-        b = list(range(j0 + 1, j1))
-        if not a or not b:
-            continue
-        for x, y in align([trace_keys[i][0] for i in a], [tl_keys[j][0] for j in b]):
-            pairs.append((a[x], b[y]))
-            mismatch.add(a[x])
-    pairs.sort()
-    paired = {i for i, _ in pairs}
-    return Pairing(pairs, mismatch, [i for i in range(len(trace_keys)) if i not in paired])
-
-
-# --- the model ----------------------------------------------------------------------------
-
-def model_times(trace_dir: str | Path, gpu, progress: bool = False) -> pd.DataFrame:
-    """Modelled time of every launch of a trace set on ``gpu`` (cached on disk): columns
-    ``order``, ``kernel``, ``cycles``, ``time_s``, ``bound``."""
-    from simfront.gpu import config_hash
-    from simfront.sim.model.api import simulate_kernel
-    from simfront.sim.model.backend import MODEL_VERSION
-    from simfront.traces.reader import TraceSet
     trace_dir = Path(trace_dir)
-    try:
-        set_hash = json.loads((trace_dir / "manifest.json").read_text())["set_sha256"][:16]
-    except (OSError, KeyError, ValueError):
-        # an unregistered set: keyed by its kernel list's content
-        import hashlib
-        set_hash = hashlib.sha256((trace_dir / "kernelslist.g").read_bytes()).hexdigest()[:16]
-    cache = _cache_dir() / f"{trace_dir.name}-{set_hash}-{config_hash(gpu)[:16]}-{MODEL_VERSION}.csv"
-    if cache.exists():
-        return pd.read_csv(cache)
-    ts = TraceSet(trace_dir)
-    kernels = list(ts.kernels())
-    it = kernels
-    if progress:
-        from tqdm import tqdm
+    df = read_ncu_csv(_timeline_path(trace_dir, label))
+    if "time_us" not in df.columns:
+        raise InputError("timeline has no gpu__time_duration.sum column",
+                         _timeline_path(trace_dir, label))
+    js = trace_dir / WHATIF_DIR / f"{label}.json"
+    summary = json.loads(js.read_text()) if js.is_file() else {}
+    return df.reset_index(drop=True), summary
 
-        it = tqdm(kernels, desc=f"model {trace_dir.name} @ {gpu.name}", unit="launch")
+
+def trace_launches(trace_dir: str | Path) -> pd.DataFrame:
+    """The trace set's launches in order: file, kernel name, short name, category, grid,
+    block (from the kernel headers)."""
+    from simfront.analysis.categories import kernel_category, short_name
+    from simfront.traces.reader import TraceSet
+
     rows = []
-    clock = gpu.clocks.core.hz
-    for order, k in enumerate(it):
-        rec = simulate_kernel(k, gpu)
-        rows.append({"order": order, "kernel": k.path.name.split(".")[0],
-                     "cycles": rec["cycles"], "time_s": rec["cycles"] / clock,
-                     "bound": rec.get("bound")})
-    df = pd.DataFrame(rows)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, cache)
-    return df
+    for k in TraceSet(trace_dir).kernels():
+        h = k.header
+        rows.append({"file": k.path.name, "kernel_name": h.name, "short_name": short_name(h.name),
+                     "category": kernel_category(h.name), "grid": tuple(h.grid),
+                     "block": tuple(h.block)})
+    return pd.DataFrame(rows)
 
 
-# --- the comparison -----------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Pairing
+
+
+def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
+    """Each trace launch's timeline row (``tl``, -1 if none) and how it paired (``match``):
+    ``exact`` (name, grid, block), ``shape`` (same kernel, another launch shape: autotuning)
+    or ``kernel`` (another kernel of the same category at that place: a library's choice).
+    Non-exact pairs are only made between two exactly paired neighbours, in order."""
+    from simfront.analysis.categories import kernel_category, short_name
+    from simfront.stats.matching import align, launch_key
+
+    ka = [launch_key(n, g, b) for n, g, b in zip(trace.kernel_name, trace.grid, trace.block)]
+    kb = [launch_key(n, g, b) for n, g, b in
+          zip(timeline.kernel_name, timeline.grid, timeline.block)]
+    tl = np.full(len(trace), -1)
+    match = np.array([None] * len(trace), dtype=object)
+    exact = align(ka, kb)
+    for i, j in exact:
+        tl[i], match[i] = j, EXACT
+    tb_short = [short_name(str(n)) for n in timeline.kernel_name]
+    tb_cat = [kernel_category(str(n)) for n in timeline.kernel_name]
+    bounds = [(-1, -1)] + exact + [(len(trace), len(timeline))]
+    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+        ia, jb = list(range(i0 + 1, i1)), list(range(j0 + 1, j1))
+        if not ia or not jb:
+            continue
+        for kind, a_keys, b_keys in (
+                (SHAPE, [trace.short_name.iat[i] for i in ia], [tb_short[j] for j in jb]),
+                (KERNEL, [trace.category.iat[i] for i in ia], [tb_cat[j] for j in jb])):
+            got = align(a_keys, b_keys)
+            for x, y in got:
+                tl[ia[x]], match[ia[x]] = jb[y], kind
+            used_a, used_b = {x for x, _ in got}, {y for _, y in got}
+            ia = [i for x, i in enumerate(ia) if x not in used_a]
+            jb = [j for y, j in enumerate(jb) if y not in used_b]
+            if not ia or not jb:
+                break
+    return pd.DataFrame({"tl": tl, "match": match}, index=trace.index)
+
+
+# ---------------------------------------------------------------------------------------------
+# The model, cached
+
+
+def default_cache_dir() -> Path:
+    import os
+
+    env = os.environ.get("SIMFRONT_CACHE")
+    return (Path(env) if env else Path.home() / ".cache" / "simfront") / "whatif"
+
+
+def model_source_hash() -> str:
+    """Hash of the model's code and calibrated constants: a change invalidates the cache."""
+    from simfront.sim.model import backend
+    from simfront.sim.model.params import DEFAULT_PARAMS
+
+    h = hashlib.sha256()
+    for p in sorted(Path(backend.__file__).parent.glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    h.update(repr(sorted(DEFAULT_PARAMS.__dict__.items())).encode())
+    return h.hexdigest()
+
+
+def trace_set_hash(trace_dir: Path) -> str:
+    """The set's content hash: the manifest's ``set_sha256`` where there is one."""
+    man = trace_dir / "manifest.json"
+    if man.is_file():
+        try:
+            sha = json.loads(man.read_text()).get("set_sha256")
+        except json.JSONDecodeError as exc:
+            raise InputError(f"unreadable manifest: {exc}", man) from None
+        if sha:
+            return str(sha)
+    h = hashlib.sha256((trace_dir / "kernelslist.g").read_bytes())
+    for p in sorted(trace_dir.glob("kernel-*")):
+        st = p.stat()
+        h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
+                  progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace
+    file name; from the cache when the set, config and model are unchanged. Registers and
+    shared memory come from the set's ``ncu.csv`` where it has one (as in bench_model)."""
+    from simfront.gpu import config_hash
+    from simfront.sim.backend import SimJob
+    from simfront.sim.model.backend import RESULT_NAME, ModelBackend
+
+    trace_dir = Path(trace_dir)
+    cache_dir = default_cache_dir() if cache_dir is None else Path(cache_dir)
+    chash = config_hash(gpu)
+    out = (cache_dir / f"{trace_dir.name}-{trace_set_hash(trace_dir)[:12]}"
+           / f"{chash[:16]}-{model_source_hash()[:12]}")
+    res_path = out / RESULT_NAME
+    data = None
+    if res_path.is_file():
+        try:
+            data = json.loads(res_path.read_text())
+        except json.JSONDecodeError:
+            data = None  # a torn cache entry: run again
+    if data is None:
+        launches = {}
+        ncu = sorted(trace_dir.glob("ncu.csv*")) or sorted(trace_dir.glob("*.ncu.csv*"))
+        if ncu:
+            from simfront.sim.model.validation import pair_launches, read_ncu
+
+            pairs, _ = pair_launches(trace_dir, read_ncu(ncu[0]))
+            launches = {p.kernel.path.name: p.launch for p in pairs}
+        if progress:
+            progress(f"model: {trace_dir.name} on {gpu.name} ...")
+        t0 = time.monotonic()
+        job = SimJob(job_id=f"whatif-{trace_dir.name}-{chash[:12]}", trace_dir=trace_dir,
+                     gpu=gpu, out_dir=out, options={"launches": launches})
+        # The model keeps recent trace passes in memory for sweeps over parameters that
+        # leave them alone; every condition here changes them (SM count, L2), and 64 of a
+        # paper set's passes at 32 SMs filled 11 GB, so keep none.
+        from simfront.sim.model import api
+
+        keep, api.PREPARED_CACHE_SIZE = api.PREPARED_CACHE_SIZE, 0
+        try:
+            r = ModelBackend().run(job)
+        finally:
+            api.PREPARED_CACHE_SIZE = keep
+        if progress:
+            progress(f"model: {trace_dir.name} on {gpu.name}: {len(r.records)} launches in "
+                     f"{time.monotonic() - t0:.0f} s" + ("" if r.ok else f" ({r.reason})"))
+        data = {"records": r.records}
+    recs = pd.DataFrame(data["records"])
+    trace_files = {int(k.split("-")[1].split(".")[0]): k for k in
+                   (p.name for p in trace_dir.glob("kernel-*.traceg*"))}
+    recs["file"] = recs["kernel_id"].map(trace_files)
+    if "complete" in recs:
+        recs = recs[recs["complete"].fillna(False).astype(bool)]
+    return recs.set_index("file")
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+
 
 @dataclass
-class ConditionResult:
-    """One condition of one trace set: model against hardware."""
+class WhatIf:
+    """One trace set under one condition: hardware against model."""
 
-    trace_set: str
+    workload: str
     condition: str
-    gpu: str
-    kernels: pd.DataFrame            # per paired launch
-    hw_step_ratio: float             # whole step's kernel time, condition / baseline
-    hw_paired_ratio: float           # the paired launches only
-    model_paired_ratio: float
-    per_kernel_mape: float           # of the model's ratio against the hardware's
-    weighted_mape: float             # the same, weighted by baseline hardware time
-    n_paired: int
-    n_config_mismatch: int
-    n_launches: int
+    title: str
+    launches: pd.DataFrame                # one row per trace launch (see compare())
+    hw_ratio: float                       # step, summed over exactly paired launches
+    model_ratio: float
+    hw_ratio_step: float                  # the whole step's kernel time (timelines)
+    model_ratio_step: float               # all modelled trace launches
+    per_kernel_mape: float                # per exactly paired launch, of the ratios
+    weighted_error: float                 # the same, weighted by baseline kernel time
+    n_trace: int
+    n_exact: int
+    n_library: int
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def step_error(self) -> float:
-        return self.model_paired_ratio / self.hw_paired_ratio - 1.0
+        return self.model_ratio / self.hw_ratio - 1
 
-    def summary(self) -> dict:
-        return {"workload": self.trace_set, "condition": self.condition,
-                "hw_ratio": self.hw_paired_ratio, "model_ratio": self.model_paired_ratio,
-                "step_error": self.step_error, "per_kernel_mape": self.per_kernel_mape,
-                "weighted_mape": self.weighted_mape, "paired": self.n_paired,
-                "launches": self.n_launches, "config_mismatch": self.n_config_mismatch,
-                "worst": ", ".join(self.worst(3)["short_name"])}
+    @property
+    def exact(self) -> pd.DataFrame:
+        return self.launches[self.launches.match == EXACT]
 
-    def worst(self, n: int = 5) -> pd.DataFrame:
-        """Kernels (by short name) whose what-if the model misses most, by the hardware
-        time the miss is worth."""
-        k = self.kernels[~self.kernels.config_mismatch]
-        g = k.groupby("short_name").agg(launches=("hw_base_s", "size"),
-                                        hw_base_s=("hw_base_s", "sum"),
-                                        hw_cond_s=("hw_cond_s", "sum"),
-                                        model_base_s=("model_base_s", "sum"),
-                                        model_cond_s=("model_cond_s", "sum"))
-        g["hw_ratio"] = g.hw_cond_s / g.hw_base_s
-        g["model_ratio"] = g.model_cond_s / g.model_base_s
-        g["error"] = g.model_ratio / g.hw_ratio - 1.0
-        g["miss_s"] = (g.error * g.hw_cond_s).abs()
-        return g.sort_values("miss_s", ascending=False).head(n).reset_index()
+    @property
+    def library(self) -> pd.DataFrame:
+        """Launches whose shape or kernel differs between the trace and a timeline."""
+        return self.launches[self.launches.match.isin([SHAPE, KERNEL])]
 
+    def kernels(self) -> pd.DataFrame:
+        """Exactly paired launches summed per kernel (short name), worst ratio error first."""
+        g = self.exact.groupby("short_name").agg(
+            launches=("file", "size"), hw_base_us=("hw_base_us", "sum"),
+            hw_cond_us=("hw_cond_us", "sum"), model_base_us=("model_base_us", "sum"),
+            model_cond_us=("model_cond_us", "sum"))
+        g["hw_ratio"] = g.hw_cond_us / g.hw_base_us
+        g["model_ratio"] = g.model_cond_us / g.model_base_us
+        g["error"] = g.model_ratio / g.hw_ratio - 1
+        g["share"] = g.hw_base_us / g.hw_base_us.sum()
+        return g.sort_values("error", key=lambda s: -s.abs())
 
-def _trace_keys(trace_dir: Path) -> list[tuple]:
-    from simfront.traces.reader import TraceSet
-
-    return [launch_key(k.header.name, k.header.grid, k.header.block)
-            for k in TraceSet(trace_dir).kernels()]
+    def worst(self, n: int = 3, min_share: float = 0.01) -> pd.DataFrame:
+        """The kernels that miss most among those holding at least ``min_share`` of the
+        paired baseline time (tiny kernels' timings are jitter)."""
+        k = self.kernels()
+        return k[k.share >= min_share].head(n)
 
 
-def compare_condition(trace_dir: str | Path, condition: str, progress: bool = False,
-                      base_model: pd.DataFrame | None = None) -> ConditionResult:
-    """Model against hardware for one measured condition of a trace set."""
-    from simfront.analysis.categories import short_name
-
+def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,
+            cache_dir: Path | None = None,
+            progress: Callable[[str], None] | None = None) -> list[WhatIf]:
+    """Every condition (default: all with a timeline) of a trace set, model against
+    hardware."""
     trace_dir = Path(trace_dir)
-    keys = _trace_keys(trace_dir)
-    hw_base = read_condition(trace_dir, BASELINE)
-    hw_cond = read_condition(trace_dir, condition)
-    if len(hw_base) != len(hw_cond):
-        raise InputError(f"the {condition} timeline has {len(hw_cond)} launches, the "
-                         f"{BASELINE} one {len(hw_base)}: not the same step",
-                         trace_dir / WHATIF_DIR)
-    pairing = pair_timeline(keys, hw_base)
-    if base_model is None:
-        base_model = model_times(trace_dir, condition_gpu(BASELINE), progress)
-    gpu = condition_gpu(condition)
-    cond_model = model_times(trace_dir, gpu, progress)
-    rows = []
-    for i, j in pairing.pairs:
-        rows.append({"order": i, "kernel": base_model.kernel[i],
-                     "short_name": short_name(str(hw_base.kernel_name.iloc[j])),
-                     "grid": hw_base.grid.iloc[j], "config_mismatch": i in pairing.config_mismatch,
-                     "hw_base_s": float(hw_base.duration_s.iloc[j]),
-                     "hw_cond_s": float(hw_cond.duration_s.iloc[j]),
-                     "model_base_s": float(base_model.time_s[i]),
-                     "model_cond_s": float(cond_model.time_s[i]),
-                     "bound_base": base_model.bound[i], "bound_cond": cond_model.bound[i]})
-    k = pd.DataFrame(rows)
-    k["hw_ratio"] = k.hw_cond_s / k.hw_base_s
-    k["model_ratio"] = k.model_cond_s / k.model_base_s
-    k["error"] = k.model_ratio / k.hw_ratio - 1.0
-    ex = k[~k.config_mismatch]
-    w = ex.hw_base_s / ex.hw_base_s.sum()
-    return ConditionResult(
-        trace_set=trace_dir.name, condition=condition, gpu=gpu.name, kernels=k,
-        hw_step_ratio=float(hw_cond.duration_s.sum() / hw_base.duration_s.sum()),
-        hw_paired_ratio=float(ex.hw_cond_s.sum() / ex.hw_base_s.sum()),
-        model_paired_ratio=float(ex.model_cond_s.sum() / ex.model_base_s.sum()),
-        per_kernel_mape=mape(ex.hw_ratio, ex.model_ratio),
-        weighted_mape=float(np.sum(w * np.abs(ex.model_ratio / ex.hw_ratio - 1.0))),
-        n_paired=len(ex), n_config_mismatch=len(pairing.config_mismatch),
-        n_launches=len(keys))
-
-
-def compare(trace_dir: str | Path, which: list[str] | None = None,
-            progress: bool = False) -> list[ConditionResult]:
-    """Every measured condition (or ``which``) of a trace set but the baseline."""
-    trace_dir = Path(trace_dir)
-    labels = [c for c in (which or conditions(trace_dir)) if c != BASELINE]
+    labels = list(conditions) if conditions else available_conditions(trace_dir)
     if not labels:
-        raise InputError("no what-if timelines beside this trace set (whatif/*.csv)", trace_dir)
-    base = model_times(trace_dir, condition_gpu(BASELINE), progress)
-    return [compare_condition(trace_dir, c, progress, base) for c in labels]
-
-
-def summary_table(results: list[ConditionResult]) -> pd.DataFrame:
-    return pd.DataFrame([r.summary() for r in results])
-
-
-def summary_text(results: list[ConditionResult]) -> str:
-    """One paragraph for a report: how far the model's what-ifs held for this step."""
-    if not results:
-        return ""
-    parts = []
-    for r in results:
-        parts.append(f"{r.condition}: hardware {r.hw_paired_ratio:.3f}x, model "
-                     f"{r.model_paired_ratio:.3f}x ({r.step_error:+.1%}; per kernel "
-                     f"{r.per_kernel_mape:.1%})")
-    return (f"Model what-ifs against the same step measured on hardware "
-            f"({results[0].trace_set}, kernel time relative to the whole H100): "
-            + "; ".join(parts) + ".")
-
-
-def write_results(results: list[ConditionResult], out_dir: str | Path) -> Path:
-    """Per-kernel tables (one CSV per condition) and the summary as CSV and JSON."""
-    from simfront.atomic import write_text
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for r in results:
-        write_text(out / f"{r.trace_set}-{r.condition}.csv", r.kernels.to_csv(index=False))
-    table = summary_table(results)
-    write_text(out / "whatif_summary.csv", table.to_csv(index=False))
-    write_text(out / "whatif_summary.json",
-               json.dumps(table.to_dict(orient="records"), indent=1, default=float))
+        raise InputError("no what-if timelines (whatif/*.csv[.xz]) beside the trace set",
+                         trace_dir)
+    conds = [condition(lb) for lb in labels]
+    trace = trace_launches(trace_dir)
+    base_tl, base_sum = read_timeline(trace_dir, BASE)
+    base_pair = pair_timeline(trace, base_tl)
+    base_model = model_records(trace_dir, condition(BASE).model_gpu(), cache_dir, progress)
+    out = []
+    for c in conds:
+        tl, summ = read_timeline(trace_dir, c.label)
+        pair = pair_timeline(trace, tl)
+        model = model_records(trace_dir, c.model_gpu(), cache_dir, progress)
+        df = trace[["file", "short_name", "category", "grid", "block"]].copy()
+        df["match_base"], df["match_cond"] = base_pair.match, pair.match
+        m = np.where((base_pair.match == EXACT) & (pair.match == EXACT), EXACT, None)
+        lib = base_pair.match.isin([SHAPE, KERNEL]) | pair.match.isin([SHAPE, KERNEL])
+        both = (base_pair.tl >= 0) & (pair.tl >= 0)
+        m = np.where(lib & both, np.where(pair.match == KERNEL, KERNEL, SHAPE), m)
+        df["match"] = m
+        df["hw_base_us"] = _take(base_tl.time_us, base_pair.tl)
+        df["hw_cond_us"] = _take(tl.time_us, pair.tl)
+        df["tl_shape"] = _take(pd.Series([f"{g}/{b}" for g, b in zip(tl.grid, tl.block)]),
+                               pair.tl)
+        df["tl_kernel"] = _take(tl.short_name, pair.tl)
+        df["model_base_us"] = df.file.map(base_model.time_us)
+        df["model_cond_us"] = df.file.map(model.time_us)
+        df["hw_ratio"] = df.hw_cond_us / df.hw_base_us
+        df["model_ratio"] = df.model_cond_us / df.model_base_us
+        df["error"] = df.model_ratio / df.hw_ratio - 1
+        ex = df[(df.match == EXACT) & df.model_ratio.notna()]
+        modelled = df.model_base_us.notna() & df.model_cond_us.notna()
+        w = ex.hw_base_us / ex.hw_base_us.sum()
+        out.append(WhatIf(
+            workload=trace_dir.name, condition=c.label, title=c.title, launches=df,
+            hw_ratio=float(ex.hw_cond_us.sum() / ex.hw_base_us.sum()),
+            model_ratio=float(ex.model_cond_us.sum() / ex.model_base_us.sum()),
+            hw_ratio_step=float(tl.time_us.sum() / base_tl.time_us.sum()),
+            model_ratio_step=float(df.model_cond_us[modelled].sum()
+                                   / df.model_base_us[modelled].sum()),
+            per_kernel_mape=float(np.mean(np.abs(ex.error))),
+            weighted_error=float(np.sum(w * np.abs(ex.error))),
+            n_trace=len(df), n_exact=len(ex), n_library=int(df.match.isin([SHAPE, KERNEL]).sum()),
+            extra={"device": summ.get("device_name"), "hw_timeline_launches": len(tl),
+                   "base_timeline_launches": len(base_tl),
+                   "hw_step_ms": summ.get("step_ms"), "base_step_ms": base_sum.get("step_ms")}))
     return out
+
+
+def _take(values: pd.Series, idx: pd.Series) -> np.ndarray:
+    v = np.asarray(values, dtype=object)
+    i = np.asarray(idx)
+    res = np.array([v[j] if j >= 0 else None for j in i], dtype=object)
+    try:
+        return res.astype(float)
+    except (TypeError, ValueError):
+        return res
+
+
+# ---------------------------------------------------------------------------------------------
+# Panel and rendering
+
+
+def summary(results: Sequence[WhatIf], worst: int = 3) -> list[dict[str, Any]]:
+    """One small record per trace set and condition, for reports and the bench."""
+    out = []
+    for r in results:
+        w = r.worst(worst)
+        out.append({"workload": r.workload, "condition": r.condition, "title": r.title,
+                    "hw_ratio": r.hw_ratio, "model_ratio": r.model_ratio,
+                    "step_error": r.step_error, "hw_ratio_step": r.hw_ratio_step,
+                    "model_ratio_step": r.model_ratio_step,
+                    "per_kernel_mape": r.per_kernel_mape, "weighted_error": r.weighted_error,
+                    "paired": r.n_exact, "library": r.n_library, "launches": r.n_trace,
+                    "worst": [{"kernel": k, "hw_ratio": float(x.hw_ratio),
+                               "model_ratio": float(x.model_ratio), "share": float(x.share)}
+                              for k, x in w.iterrows()]})
+    return out
+
+
+def worst_text(s: dict[str, Any]) -> str:
+    return "; ".join(f"{w['kernel'][:28]} {w['hw_ratio']:.2f}->{w['model_ratio']:.2f}"
+                     for w in s["worst"])
+
+
+def library_notes(results: Sequence[WhatIf]) -> list[str]:
+    """One line per condition with launches that ran another shape or kernel than the
+    trace: autotuning or a library's choice, reported apart from hardware effects."""
+    lines = []
+    for r in results:
+        if r.n_library:
+            lib = r.library
+            names = {SHAPE: sorted(set(lib.short_name[lib.match == SHAPE])),
+                     KERNEL: sorted({f"{a} -> {b}" for a, b in zip(
+                         lib.short_name[lib.match == KERNEL], lib.tl_kernel[lib.match == KERNEL])})}
+            lines.append(f"- {r.workload}, {r.title}: {r.n_library} launches ran another "
+                         "launch shape or kernel than the trace (autotuning or a library's "
+                         "choice, not a hardware effect; left out of the errors): " + "; ".join(
+                             f"{'other launch shape' if k == SHAPE else 'other kernel'}: "
+                             f"{', '.join(v[:4])}{', ...' if len(v) > 4 else ''}"
+                             for k, v in names.items() if v) + ".")
+    return lines
+
+
+def render_markdown(results: Sequence[WhatIf], worst: int = 3) -> str:
+    """A table of the step ratios and per-launch errors with the worst kernels, then the
+    library choices of each condition."""
+    lines = ["| trace set | condition | hw step ratio | model | error | hw whole step | "
+             "model whole step | per-launch ratio MAPE | time-weighted | paired / library / "
+             "launches | worst kernels (hw -> model) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in summary(results, worst):
+        lines.append(f"| {s['workload']} | {s['title']} | {s['hw_ratio']:.3f} | "
+                     f"{s['model_ratio']:.3f} | {s['step_error']:+.1%} | "
+                     f"{s['hw_ratio_step']:.3f} | {s['model_ratio_step']:.3f} | "
+                     f"{s['per_kernel_mape']:.1%} | {s['weighted_error']:.1%} | "
+                     f"{s['paired']} / {s['library']} / {s['launches']} | {worst_text(s)} |")
+    lib = library_notes(results)
+    return "\n".join(lines + ([""] + lib if lib else []))
+
+
+def panel_frame(results: Sequence[WhatIf], worst: int = 3) -> pd.DataFrame:
+    """The panel as a table: one row per trace set and condition."""
+    rows = []
+    for s in summary(results, worst):
+        rows.append({"workload": s["workload"], "condition": s["title"],
+                     "hw_ratio": s["hw_ratio"], "model_ratio": s["model_ratio"],
+                     "step_error": s["step_error"], "per_kernel_mape": s["per_kernel_mape"],
+                     "paired": s["paired"], "library": s["library"],
+                     "worst kernels (hw -> model)": worst_text(s)})
+    return pd.DataFrame(rows)
+
+
+def panel_section(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
+                  progress: Callable[[str], None] | None = None,
+                  conditions: Sequence[str] | None = None):
+    """The report panel: how well the model's what-ifs held on hardware, for those of the
+    given trace sets that carry what-if timelines; ``None`` if none does."""
+    from simfront.analysis.report import Section
+
+    results = []
+    for d in trace_sets:
+        if available_conditions(d) and (Path(d) / WHATIF_DIR / f"{BASE}.json").is_file():
+            results += compare(d, conditions, cache_dir=cache_dir, progress=progress)
+    if not results:
+        return None
+    sec = Section("What-ifs on hardware").text(
+        "How far the model's what-ifs held on hardware for these steps: the step timed under "
+        "changed hardware (a green context's SMs, the H200's memory) over the H100, against "
+        "the model's ratio for the same trace on the matching GPU variant. Ratios are summed "
+        "over the launches paired exactly; the MAPE is of the per-launch ratios.")
+    sec.table(panel_frame(results), "model what-if ratio against hardware", "{:.3f}")
+    notes = library_notes(results)
+    if notes:
+        sec.text("\n".join(notes))
+    return sec

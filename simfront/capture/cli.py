@@ -95,5 +95,53 @@ def match_cmd(ncu_csv, trace_dir, out):
     click.echo(json.dumps(match_profile(ncu_csv, trace_dir, out), indent=1))
 
 
+@click.command(name="timeline")
+@click.argument("workload")
+@click.option("--preset", default="tiny", show_default=True)
+@click.option("--iterations", "-n", default=2, show_default=True, type=int,
+              help="As `python -m simfront.workloads.run --timeline`: N-1 (at least one) "
+                   "warm-up iterations on the whole GPU, then two per condition.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Override a workload config field (repeatable).")
+@click.option("--sms", default="all", show_default=True, metavar="N[,N...]",
+              help="SM counts to time the step on (CUDA green contexts); 'all': the whole GPU.")
+@click.option("--l2-setaside", type=int, metavar="MIB", default=None,
+              help="Also time the whole GPU with MIB of L2 held by persisting lines.")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for timeline-<condition>.csv/.json.")
+@click.option("--trace-set", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Also store the timelines in this trace set's whatif/ folder "
+                   "(<gpu>-<condition>.csv.xz) and pair them with its launches.")
+@click.option("--force", is_flag=True, help="Replace timelines already in the trace set.")
+@click.option("--device", default="cuda", show_default=True)
+def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trace_set, force,
+                 device):
+    """Time every kernel of WORKLOAD's steady-state step with CUPTI, on the whole GPU or on
+    a green context's SMs: the hardware side of a what-if (see docs/capture.md)."""
+    from simfront.capture.timeline import store_beside
+    from simfront.workloads.run import parse_sets
+    from simfront.workloads.timelines import parse_sms, run_timelines
+    from simfront.workloads.workload import build
+
+    wl = build(workload, preset, device=device, overrides=parse_sets(list(sets)))
+    summaries = run_timelines(wl, parse_sms(sms), out, warmup=max(1, iterations - 1),
+                              l2_setaside_mb=l2_setaside)
+    report = []
+    for s in summaries:
+        row = {"condition": s.label, "device": s.device_name, "sms": s.sms,
+               "launches": s.launches, "kernel_ms": s.kernel_ms, "step_ms": s.step_ms}
+        if trace_set is not None:
+            from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
+
+            csv_out, _ = store_beside(out, s.label, trace_set, force=force)
+            tl, _ = read_timeline(trace_set, csv_out.name.split(".")[0])
+            pairs = pair_timeline(trace_launches(trace_set), tl)
+            row["stored"] = str(csv_out)
+            row["paired"] = {str(k): int(v) for k, v in
+                             pairs.match.value_counts(dropna=False).items()}
+        report.append(row)
+    click.echo(json.dumps(report, indent=1))
+
+
 # Every click command or group this stage adds to `simfront`.
-commands: list[click.Command] = [trace_cmd, profile_cmd, match_cmd]
+commands: list[click.Command] = [trace_cmd, profile_cmd, match_cmd, timeline_cmd]

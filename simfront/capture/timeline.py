@@ -169,3 +169,38 @@ class KernelTimer:
         scratch.unlink()
         self._prof = None
         return self.spans
+
+
+def gpu_prefix(device_name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``h100``: the file-name prefix of a device's timelines
+    in a trace set's ``whatif/`` folder."""
+    import re
+
+    m = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", device_name)
+    return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+
+
+def store_beside(timeline_dir: str | Path, label: str, trace_dir: str | Path,
+                 force: bool = False) -> tuple[Path, Path]:
+    """Copy ``timeline-<label>.{csv,json}`` of ``timeline_dir`` into the trace set's
+    ``whatif/`` folder as ``<gpu>-<label>.csv.xz`` and ``.json`` (the names
+    :mod:`simfront.analysis.whatif` reads). An existing timeline there is kept unless
+    ``force``."""
+    import lzma
+
+    from simfront.atomic import write_bytes
+
+    src = Path(timeline_dir)
+    csv_in, js_in = src / f"timeline-{label}.csv", src / f"timeline-{label}.json"
+    summary = read_timeline_json(js_in)
+    if not csv_in.is_file():
+        raise InputError("timeline CSV missing", csv_in)
+    dest = Path(trace_dir) / "whatif"
+    stem = f"{gpu_prefix(summary.device_name)}-{label}"
+    csv_out, js_out = dest / f"{stem}.csv.xz", dest / f"{stem}.json"
+    if not force and (csv_out.exists() or js_out.exists()):
+        raise InputError(f"{stem} is already there (use --force to replace it)", dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    write_bytes(csv_out, lzma.compress(csv_in.read_bytes()))
+    write_bytes(js_out, js_in.read_bytes())
+    return csv_out, js_out
