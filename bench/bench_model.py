@@ -169,16 +169,18 @@ def main(argv: list[str] | None = None) -> int:
         summary.append((name, role, len(df), len(ncu), mape(df.ncu_cycles, df.model_cycles),
                         pearson(df.model_cycles, df.ncu_cycles),
                         float(np.median(np.abs(df.error))), float(np.max(np.abs(df.error))),
+                        float(df.model_cycles.sum() / df.ncu_cycles.sum()),
                         unpaired, skipped))
     lines += ["| trace set | role | launches compared | ncu rows | MAPE | Pearson r | "
-              "median abs err | max abs err |", "|---|---|---|---|---|---|---|---|"]
-    for name, role, n, nn, m, r, med, mx, unpaired, skipped in summary:
+              "median abs err | max abs err | summed model / ncu |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, role, n, nn, m, r, med, mx, step, unpaired, skipped in summary:
         lines.append(f"| {name} | {role} | {n} | {nn} | {m:.1%} | {r:.4f} | {med:.1%} | "
-                     f"{mx:.1%} |")
+                     f"{mx:.1%} | {step:.3f} |")
     if all_frames:
         allf = pd.concat(all_frames)
         lines.append(f"| all | | {len(allf)} | | {mape(allf.ncu_cycles, allf.model_cycles):.1%}"
-                     f" | {pearson(allf.model_cycles, allf.ncu_cycles):.4f} | | |")
+                     f" | {pearson(allf.model_cycles, allf.ncu_cycles):.4f} | | | |")
     lines.append("")
     if all_frames:
         d = allf.dropna(subset=["ncu_l2_hit"])
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             "constant fetches, or lines ncu does not invalidate).")
         lines.append("- Limiter the model names: " + ", ".join(
             f"{b} {c}" for b, c in allf.bound.value_counts().items()) + ".")
-    for name, role, n, nn, m, r, med, mx, unpaired, skipped in summary:
+    for name, role, n, nn, m, r, med, mx, step, unpaired, skipped in summary:
         if unpaired:
             lines.append(f"- {name}: trace launches with no ncu record of the same name, grid "
                          f"and block (the two runs chose other launch shapes): "
