@@ -242,20 +242,27 @@ def test_a_persistent_gemm_on_fewer_sms_follows_its_work_not_its_blocks():
     assert ratios[64] < 0.8 * 3
 
 
-def test_blocks_with_fixed_work_are_not_persistent():
-    """A Triton SSD kernel of the same set: its census equals N/T times the traced work, so
-    it keeps one block per slot and its waves (768 blocks, 3 per SM: 2 waves on 132 SMs,
-    4 on 64)."""
+def test_triton_ssd_kernels_are_not_persistent():
+    """Triton SSD kernels of the same set keep one block per slot and their waves: the
+    fixed-work _chunk_state_fwd (768 blocks, 3 per SM: 2 waves on 132 SMs, 4 on 64) and the
+    triangular _chunk_scan_bwd_dcb, whose traced blocks do less than the average block (a
+    census off N/T, as for the GEMMs) though its schedule is fixed."""
     from simfront.gpu import load_gpu
     from simfront.gpu.variants import with_variants
     from simfront.paths import repo_dir
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import KernelTrace
 
-    k = KernelTrace(repo_dir("traces") / "mamba2_lm-paper" / "kernel-53390.traceg.xz")
+    d = repo_dir("traces") / "mamba2_lm-paper"
+    k = KernelTrace(d / "kernel-53390.traceg.xz")
     assert k.header.census_warp_instructions is not None
     for sms, blocks in ((132, 6), (64, 12)):
         rec = simulate_kernel(k, with_variants(load_gpu("h100"), sm_count=sms), cache=False)
         assert not rec["sim_persistent"]
         assert rec["sim_work_scale"] == pytest.approx(1.0, abs=0.01)
         assert rec["sim_timed_blocks"] == blocks
+    tri = KernelTrace(d / "kernel-53460.traceg.xz")
+    rec = simulate_kernel(tri, load_gpu("h100"), cache=False)
+    assert not rec["sim_persistent"]
+    assert abs(rec["sim_work_scale"] - 1.0) > 0.05
+    assert rec["sim_timed_blocks"] == -(-4096 // 132)

@@ -34,11 +34,6 @@ class ModelParams:
     icache_miss_dram_share: float = 0.5
     #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
     dram_efficiency: float = 0.9
-    #: How far a sampled kernel's work scale (census over the traced blocks' work) may
-    #: stray from 1 before the kernel counts as persistent (work handed out at run time).
-    #: Blocks with fixed work measure 1.000 on the shipped paper sets; the cuBLAS sm90
-    #: GEMMs 1.2-4.1.
-    persistent_work_tolerance: float = 0.05
     #: Kernel-name prefixes of persistent grids with a dynamic tile scheduler: cuBLAS's
     #: sm90 GEMMs launch one block per SM (grid 132 on the H100) whatever the problem size.
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)

@@ -157,7 +157,7 @@ class Prepared:
     #: of the traced blocks (1 without a census; see prepare_kernel), times the spread of a
     #: persistent grid's work over its resident workers
     work_scale: float = 1.0
-    #: the census says the work is handed out at run time (see is_persistent)
+    #: a persistent grid: its work is handed out at run time (see is_persistent)
     persistent: bool = False
 
 
@@ -274,7 +274,7 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     key = (tb_t * W + warp_t)[order]
     n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
     warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
-    persistent = is_persistent(header.name, work_scale, params)
+    persistent = is_persistent(header.name, params)
     if persistent:
         # Work follows tiles, not blocks: the grid's blocks are workers that take tiles
         # until none are left, so SM 0 runs one round of resident workers and its time
@@ -293,14 +293,12 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                     sample_scale=scale, work_scale=work_scale, persistent=persistent)
 
 
-def is_persistent(name: str, work_scale: float, params: ModelParams = DEFAULT_PARAMS) -> bool:
-    """Whether a sampled kernel hands out its work at run time (a persistent grid with a
-    dynamic tile scheduler): the census shows the traced blocks doing another amount of
-    work than the average block (blocks with fixed work give a work scale of 1), or the
-    kernel belongs to a library family known to be persistent (the cuBLAS sm90 ``nvjet_*``
-    GEMMs, whose traced blocks can happen to do average work)."""
-    return (abs(work_scale - 1.0) > params.persistent_work_tolerance
-            or name.startswith(params.persistent_kernels))
+def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:
+    """Whether a kernel is a persistent grid with a dynamic tile scheduler: a library family
+    known to launch one worker per SM (the cuBLAS sm90 ``nvjet_*`` GEMMs). A census that
+    differs from N/T times the traced work does not tell: the triangular Triton SSD
+    kernels' blocks do unequal work with a fixed schedule."""
+    return name.startswith(params.persistent_kernels)
 
 
 def persistent_spread(n_blocks: int, sm_count: int, blocks_per_sm: int) -> float:
