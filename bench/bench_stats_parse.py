@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from simfront.paths import shared_dir  # noqa: E402
-from simfront.stats import accelsim as acs  # noqa: E402
+from simfront.sim.accelsim import parse as acs  # noqa: E402
 
 SECTION = "## GPGPU-Sim/Accel-Sim log parsing (bench/bench_stats_parse.py)"
 TARGET_MB_S = 50.0

@@ -200,7 +200,7 @@ def test_real_accelsim_three_job_sweep(tmp_path):
     from click.testing import CliRunner
 
     from simfront.cli import cli
-    from simfront.stats import accelsim as acs
+    from simfront.sim.accelsim import parse as acs
 
     sweep = tmp_path / "s.yaml"
     sweep.write_text(SWEEP.format(dir=tmp_path / "out"))

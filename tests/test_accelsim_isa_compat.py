@@ -80,24 +80,44 @@ def test_redg_becomes_red_streaming_xz(scan_step, tmp_path):
     assert (src / BWD).read_bytes() == (SCAN_STEP / BWD).read_bytes()  # never in place
 
 
-def test_refuses_opcodes_without_equivalent_before_writing(scan_step, tmp_path):
-    src = _traceset(tmp_path, [SMALL_VIADD])
-    text = lzma.open(src / SMALL_VIADD, "rt").read()
-    lines = text.split("\n")
-    idx = [i for i, ln in enumerate(lines) if " IADD3 " in ln][:3]
-    assert len(idx) == 3
-    for i in idx:  # make three of them Hopper warpgroup MMAs
+def _with_opcode(src, name, opcode, n=3):
+    """Make ``n`` IADD3 lines of a real kernel hold ``opcode`` instead."""
+    lines = lzma.open(src / name, "rt").read().split("\n")
+    idx = [i for i, ln in enumerate(lines) if " IADD3 " in ln][:n]
+    assert len(idx) == n
+    for i in idx:
         toks = lines[i].split()
-        op = 3 + int(toks[2])
-        toks[op] = "HGMMA.64x128x16.F32.BF16"
+        toks[3 + int(toks[2])] = opcode
         lines[i] = " ".join(toks) + " "
-    (src / SMALL_VIADD).write_bytes(lzma.compress("\n".join(lines).encode()))
+    (src / name).write_bytes(lzma.compress("\n".join(lines).encode()))
+    return idx
+
+
+def test_refuses_opcodes_without_lowering_before_writing(scan_step, tmp_path):
+    src = _traceset(tmp_path, [SMALL_VIADD])
+    idx = _with_opcode(src, SMALL_VIADD, "UBLKPF.L2")  # bulk prefetch: no lowering
     with pytest.raises(ic.IsaCompatError) as err:
         ic.rewrite_traceset(src, tmp_path / "out")
     msg = str(err.value)
-    assert "HGMMA (warpgroup MMA): 3 instructions" in msg
-    assert "kernel-35601.traceg.xz line" in msg
+    assert "UBLKPF (bulk prefetch): 3 instructions" in msg
+    assert f"kernel-35601.traceg.xz line {idx[0] + 1}" in msg
     assert not (tmp_path / "out").exists()
+
+
+def test_refusal_is_per_kernel(scan_step, tmp_path):
+    """One unlowerable kernel is left out (named, with count and first line); the others
+    are written and listed."""
+    other = "kernel-35602.traceg.xz"
+    src = _traceset(tmp_path, [SMALL_VIADD, other])
+    idx = _with_opcode(src, SMALL_VIADD, "HGMMA.64x128x32.F32.BF16.SP", n=2)  # sparse
+    rep = ic.rewrite_traceset(src, tmp_path / "out")
+    assert [k.file for k in rep.kernels] == [other]
+    (r,) = rep.refused
+    assert r.file == SMALL_VIADD and r.opcodes["HGMMA"] == (2, idx[0] + 1)
+    assert "HGMMA x2 (first at line" in rep.summary()
+    assert (tmp_path / "out" / "kernelslist.g").read_text() == "kernel-35602.traceg\n"
+    assert not (tmp_path / "out" / "kernel-35601.traceg").exists()
+    assert rep.as_dict()["refused"][SMALL_VIADD]["opcodes"]["HGMMA"]["count"] == 2
 
 
 def test_refuses_in_place_and_unknown_targets(scan_step, tmp_path):

@@ -3,7 +3,8 @@
 from click.testing import CliRunner
 
 from simfront.cli import cli
-from simfront.gpu import load_gpu, read_accelsim_config
+from simfront.gpu import load_gpu
+from simfront.sim.accelsim.config import read_accelsim_config
 
 
 def run(*args):

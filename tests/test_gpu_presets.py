@@ -9,6 +9,7 @@ import pytest
 
 from simfront.errors import ConfigError
 from simfront.gpu import GPU, h100, load_gpu, preset_names, validate
+from simfront.sim.backend import check_gpu
 from simfront.gpu.units import Size
 
 NCU_FILES = ("mamba2_lm_2x768_L2048_B4.ncu.csv", "mamba1_lm_2x768_L2048_B4.ncu.csv")
@@ -65,7 +66,8 @@ def test_every_preset_loads_and_validates():
     for name in names:
         gpu = load_gpu(name)
         assert gpu.name == name
-        validate(gpu, accelsim=True)
+        validate(gpu)
+        check_gpu(gpu)  # and every built-in backend, Accel-Sim included, takes it
 
 
 def test_load_by_path(tmp_path):

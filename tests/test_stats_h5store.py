@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from simfront.cli import cli
 from simfront.errors import InputError
-from simfront.stats import accelsim as acs
+from simfront.sim.accelsim import parse as acs
 from simfront.stats import h5store, schema
 
 from conftest import ACCELSIM_DATA

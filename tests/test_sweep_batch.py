@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 from simfront.sweep.batch import BatchExecutor, TaskEnd
-from simfront.sweep.executor import register_executor
+from simfront.sweep.registry import register_executor
 from simfront.sweep.runner import Sweep
 from simfront.sweep.testing import kernel_workloads, write_sweep
 from simfront.sweep.worker import read_runs

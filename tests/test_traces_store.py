@@ -74,7 +74,7 @@ def test_register_get_hash_and_cli(tmp_path, repo_root):
     store = TraceStore(tmp_path / "store")
     fields = {"workload": "w", "gpu": {"name": "H100"}, "driver": "d", "cuda": "13.0"}
     s = store.register(src.path, fields, name="copy")
-    assert s.manifest["workload"] == "w" and s.manifest["format_version"] == 1
+    assert s.manifest["workload"] == "w" and s.manifest["format_version"] == 2
     assert [k["sha256"] for k in s.kernels] == [k["sha256"] for k in src.kernels]
     assert s.set_hash == src.set_hash
     assert store.trace_hash("copy", 35621) == src.trace_hash("kernel-35621")

@@ -39,14 +39,14 @@ def emit(rec: dict) -> None:
 
 
 def job_trace(label: str, step: Step, window="iteration", sample="none", baseline=True,
-              tracer=TRACER, timeout=230, ref=None) -> None:
+              tracer=TRACER, timeout=230, ref=None, dedup=False) -> None:
     if ref is None and os.environ.get("REF_NCU_DIR"):
         cand = Path(os.environ["REF_NCU_DIR"]) / f"{label}.ncu.csv"
         ref = cand if cand.exists() else None
     out = WORK / f"trace_{label}"
     try:
         res = trace(step, out, tracer, Window.parse(window), Sampling.parse(sample),
-                    timeout=timeout, baseline=baseline, reference_ncu=ref)
+                    timeout=timeout, baseline=baseline, reference_ncu=ref, dedup=dedup)
         rec = {"job": "trace", "label": label, **res.stats, "match": res.match,
                "ok": res.report.ok if res.report else None,
                "defects": [str(f) for f in (res.report.defects if res.report else [])][:12],
@@ -61,7 +61,7 @@ def job_trace(label: str, step: Step, window="iteration", sample="none", baselin
 
 
 def job_profile(label: str, step: Step, trace_label: str | None = None, metrics="full",
-                timeout=300) -> None:
+                timeout=300, extra_args: tuple[str, ...] = ()) -> None:
     out = WORK / f"ncu_{label}"
     tdir = WORK / f"trace_{trace_label}" / "trace" if trace_label else None
     if tdir is not None and not (tdir / "launches.jsonl").exists():
@@ -76,8 +76,10 @@ def job_profile(label: str, step: Step, trace_label: str | None = None, metrics=
         emit({"job": "profile", "label": label, "reused": str(prev), "match": m})
         return
     try:
-        res = profile(step, out, metrics=metrics, timeout=timeout, trace_dir=tdir)
+        res = profile(step, out, metrics=metrics, timeout=timeout, trace_dir=tdir,
+                      extra_args=extra_args)
         emit({"job": "profile", "label": label, **res.stats, "match": res.match,
+              "ncu_args": list(extra_args),
               "summary": (res.run.summary or {}).get("step_ms")})
     except Exception as exc:  # noqa: BLE001
         if metrics == "full":
@@ -106,6 +108,59 @@ def job_run(label: str, step: Step, timeout=240) -> None:
           "params": summ.get("params"), "impl": summ.get("impl"),
           "device_name": summ.get("device_name"),
           "log_tail": "" if rec.returncode == 0 else Path(rec.log).read_text()[-1500:]})
+
+
+def job_timeline(label: str, step: Step, sms: str = "all", timeout=200) -> None:
+    """CUPTI kernel timeline of the untraced step: wall time and the GPU's busy share."""
+    from simfront.capture.driver import STEP_ENV, run_logged
+
+    out = WORK / f"timeline_{label}"
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "simfront.workloads.run", step.workload, "--preset",
+           step.preset, "--iterations", str(step.iterations), "--timeline", str(out),
+           "--sms", sms]
+    for o in step.overrides:
+        cmd += ["--set", o]
+    rec = run_logged(cmd, dict(STEP_ENV), out / "run.log", timeout)
+    summ = {p.name: json.loads(p.read_text()) for p in sorted(out.glob("timeline-*.json"))}
+    emit({"job": "timeline", "label": label, "rc": rec.returncode, "wall_s": round(rec.wall_s, 1),
+          "timelines": summ,
+          "log_tail": "" if rec.returncode == 0 else Path(rec.log).read_text()[-1500:]})
+
+
+# ncu's cost per profiled launch with the core metrics (the 2-layer step: 133 s for 232
+# launches with ~30 metrics, about 30 s of it start-up), and the start-up itself.
+NCU_S_PER_LAUNCH = 0.45
+NCU_STARTUP_S = 60.0
+
+
+def scale_step(wl: str, preset: str, overrides: tuple[str, ...] = ()) -> Step:
+    return Step(wl, preset, iterations=2, window_iteration=1, overrides=overrides)
+
+
+def job_scale(label: str, step: Step, budget_s: float, ncu_max: int = 400) -> None:
+    """A model-size step: deduplicated CTA-capped trace, its timeline, then ncu over as many
+    launches of the window as the time left allows (``--launch-count``; NCU_SKIP moves the
+    range on)."""
+    t0 = time.time()
+    job_trace(label, step, sample="first:8", baseline=False, timeout=min(360, budget_s),
+              dedup=True)
+    job_timeline(label, step, timeout=max(60, min(200, budget_s - (time.time() - t0))))
+    left = budget_s - (time.time() - t0)
+    count = int(min(ncu_max, (left - NCU_STARTUP_S) / NCU_S_PER_LAUNCH))
+    if count < 20:
+        emit({"job": "profile", "label": label, "skipped": f"{left:.0f} s left"})
+        return
+    skip = int(os.environ.get("NCU_SKIP", "0"))
+    job_profile(label, step, label, "core", timeout=max(60, left - 10),
+                extra_args=("--launch-skip", str(skip), "--launch-count", str(count)))
+
+
+def job_sweep_point(label: str, step: Step, budget_s: float) -> None:
+    t0 = time.time()
+    job_timeline(label, step, timeout=min(200, budget_s))
+    job_trace(label, step, sample="first:8", baseline=False,
+              timeout=max(60, min(360, budget_s - (time.time() - t0))), dedup=True)
 
 
 def lm(name: str, **kw) -> Step:
@@ -166,6 +221,64 @@ JOBS = {
 }
 
 
+def budget_left() -> float:
+    return float(os.environ.get("SUITE_BUDGET", "520")) - (time.time() - T0)
+
+
+def sweep_jobs() -> dict:
+    """seqlen points of the 130M Mamba2 sweep: "L512" .. "L16384" (batch from the preset's
+    token count), "B1".."B16" and "C64".."C256"."""
+    from simfront.workloads.presets import SWEEP_130M
+
+    jobs = {}
+    for axis, tag in (("seqlen", "L"), ("batch", "B"), ("chunk", "C")):
+        for pt in SWEEP_130M[axis]:
+            v = pt[{"seqlen": "seqlen", "batch": "batch", "chunk": "chunk_size"}[axis]]
+            ov = tuple(f"{k}={x}" for k, x in pt.items())
+            lab = f"mamba2_130m_{tag}{v}"
+            jobs[f"{tag}{v}"] = (lambda lab=lab, ov=ov: job_sweep_point(
+                lab, scale_step("mamba2_lm", "130m", ov), budget_left()))
+    return jobs
+
+
+JOBS.update({
+    # 130M steps (24 layers, 4 x 2048): dedup trace + timeline + ncu in the time given
+    "m2_130m": lambda: job_scale("mamba2_130m", scale_step("mamba2_lm", "130m"),
+                                 min(330, budget_left())),
+    "m1_130m": lambda: job_scale("mamba1_130m", scale_step("mamba1_lm", "130m"),
+                                 budget_left()),
+    "m2_370m": lambda: job_scale("mamba2_370m", scale_step("mamba2_lm", "370m"),
+                                 budget_left()),
+})
+JOBS.update(sweep_jobs())
+
+
+def paper_point(wl: str, overrides: tuple[str, ...] = ()) -> Step:
+    return Step(wl, "paper", 2, 1, overrides=overrides)
+
+
+JOBS.update({
+    # the shipped paper steps recaptured with dedup: the exactness check of issue 15
+    "m2pd": lambda: job_trace("mamba2_paper_dedup", paper_point("mamba2_lm"), sample="first:8",
+                              baseline=False, timeout=min(300, budget_left()), dedup=True),
+    "m1pd": lambda: job_trace("mamba1_paper_dedup", paper_point("mamba1_lm"), sample="first:8",
+                              baseline=False, timeout=min(300, budget_left()), dedup=True),
+    # 130M Mamba2 timelines at the long lengths (8192 tokens a step; 16384 at batch 1)
+    "tL8192": lambda: job_timeline("mamba2_130m_L8192", scale_step(
+        "mamba2_lm", "130m", ("seqlen=8192", "batch=1")), "all,64", min(120, budget_left())),
+    "tL16384": lambda: job_timeline("mamba2_130m_L16384", scale_step(
+        "mamba2_lm", "130m", ("seqlen=16384", "batch=1")), "all,64", min(120, budget_left())),
+})
+for _L, _B in ((512, 16), (1024, 8), (4096, 2), (8192, 1)):
+    # 2-layer steps along the sequence-length axis (the per-layer kernels of the 130M step
+    # at that length; the balance answer per length)
+    JOBS[f"p2L{_L}"] = (lambda L=_L, B=_B: job_trace(
+        f"mamba2_paper_L{L}", paper_point("mamba2_lm", (f"seqlen={L}", f"batch={B}")),
+        sample="first:8", baseline=False, timeout=min(240, budget_left()), dedup=True)
+        if budget_left() > 90 else emit({"job": "trace", "label": f"mamba2_paper_L{L}",
+                                         "skipped": f"{budget_left():.0f} s left"}))
+
+
 def pack(max_files: int = 5, max_bytes: int = 15 << 20) -> None:
     """$OUT may bring back 8 files of 16 MiB: everything small goes into meta.tar; trace
     kernels into up to ``max_files - 1`` tars, largest files dropped (and listed) if over."""
@@ -207,6 +320,7 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=540, help="stop starting jobs after this")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("SUITE_BUDGET", str(args.budget))
     if args.jobs == ["pack"]:
         return pack()
     WORK.mkdir(parents=True, exist_ok=True)

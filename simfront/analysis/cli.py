@@ -3,6 +3,7 @@
     simfront analyze characterize NCU.csv|DIR...   hardware characterization from ncu
     simfront analyze balance SWEEP.h5              the tensor:vector balance study
     simfront analyze correlate SWEEP.h5 NCU.csv    simulated against measured cycles
+    simfront analyze threeway SWEEP.h5...          model vs Accel-Sim vs H100, what-ifs
     simfront report --out DIR [inputs]             HTML + Markdown report of all of them
     simfront demo --out DIR                        sample traces -> sweep -> balance report
 """
@@ -186,6 +187,10 @@ def demo_cmd(out: Path, traces: Path | None, ratios: str) -> None:
     html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs)
     click.echo(f"wrote {html_path}\nwrote {md_path}")
 
+
+from simfront.analysis.threeway_cli import threeway_cmd  # noqa: E402
+
+analyze.add_command(threeway_cmd)
 
 # Every click command or group this stage adds to `simfront`.
 commands: list[click.Command] = [analyze, report_cmd, demo_cmd]

@@ -47,9 +47,11 @@ def _step_options(f):
               help="Register the validated set in this trace store.")
 @click.option("--name", help="Name in the store (default WORKLOAD-PRESET).")
 @click.option("--list-only", is_flag=True, help="Record launches only; trace nothing.")
+@click.option("--dedup", is_flag=True,
+              help="Trace each distinct launch once; repeats are counted (multiplicity.txt).")
 @click.option("--timeout", default=1800.0, show_default=True, help="Seconds per run.")
 def trace_cmd(workload, preset, iterations, window_iteration, sets, script_args, out, window,
-              sample, tracer, baseline, reference_ncu, store, name, list_only, timeout):
+              sample, tracer, baseline, reference_ncu, store, name, list_only, dedup, timeout):
     """Trace WORKLOAD's step (a registered workload, or a .py script) under an NVBit tracer.
 
     The output is validated (headers against the tracer's launch records and, with
@@ -58,7 +60,7 @@ def trace_cmd(workload, preset, iterations, window_iteration, sets, script_args,
     res = trace(_step(workload, preset, iterations, window_iteration, sets, script_args), out,
                 resolve_tracer(tracer), Window.parse(window), Sampling.parse(sample),
                 timeout=timeout, baseline=baseline, reference_ncu=reference_ncu, store=store,
-                name=name, list_only=list_only)
+                name=name, list_only=list_only, dedup=dedup)
     rep = res.report
     if rep is not None:
         for f in rep.findings[:20]:

@@ -20,7 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from simfront.capture.launches import SIDECAR, Launch, ncu_launches, read_sidecar, window_launches
+from simfront.capture.launches import (SIDECAR, Launch, multiplicity, ncu_launches,
+                                      read_sidecar, traced_launches, window_launches)
+from simfront.traces.multiplicity import write_multiplicity
 from simfront.capture.match import match_launches
 from simfront.capture.metrics import metric_list
 from simfront.capture.tracers import Sampling, Tracer, Window, accelsim_postprocess
@@ -186,7 +188,8 @@ def _dir_size(d: Path) -> int:
 def trace(step: Step, out_dir: str | Path, tracer: Tracer, window: Window = Window("iteration"),
           sampling: Sampling = Sampling(), timeout: float = 1800, baseline: bool = False,
           reference_ncu: str | Path | None = None, store: str | Path | None = None,
-          name: str | None = None, list_only: bool = False) -> CaptureResult:
+          name: str | None = None, list_only: bool = False,
+          dedup: bool = False) -> CaptureResult:
     """Trace ``step`` into ``out_dir``; validate; register in ``store`` when given.
 
     ``baseline`` also runs the step untraced first (for the slowdown). ``reference_ncu``
@@ -204,7 +207,7 @@ def trace(step: Step, out_dir: str | Path, tracer: Tracer, window: Window = Wind
         base = run_logged(step.command(out_dir / "baseline.json"), dict(STEP_ENV),
                           out_dir / "baseline.log", timeout)
         base.summary = _summary_from(out_dir / "baseline.json")
-    env = {**STEP_ENV, **tracer.env(tdir, window, sampling, list_only=list_only)}
+    env = {**STEP_ENV, **tracer.env(tdir, window, sampling, list_only=list_only, dedup=dedup)}
     rec = run_logged(step.command(out_dir / "summary.json"), env, out_dir / "trace.log", timeout,
                      cwd=tdir)
     rec.summary = _summary_from(out_dir / "summary.json")
@@ -229,6 +232,11 @@ def trace(step: Step, out_dir: str | Path, tracer: Tracer, window: Window = Wind
         res.stats["launches_window"] = len(sidecar)
         res.stats["api_counts"] = _count(x.api for x in sidecar)
         res.stats["graph_launches"] = sum(x.graph for x in sidecar)
+        if dedup:
+            mult = multiplicity(sidecar)
+            res.stats["launches_traced"] = len(mult)
+            res.stats["repeats"] = sum(mult.values()) - len(mult)
+            write_multiplicity(tdir, mult)
     if list_only:
         res.stats["list_only"] = True
         _write_json(out_dir / CAPTURE_JSON, res.to_dict())
@@ -238,7 +246,13 @@ def trace(step: Step, out_dir: str | Path, tracer: Tracer, window: Window = Wind
         from simfront.stats.ncu import read_ncu_csv
 
         reference = ncu_launches(read_ncu_csv(reference_ncu))
-    report = validate_trace_set(tdir, tracer.kind, sidecar=sidecar, reference=reference)
+    # the trace holds the distinct launches only; the reference (ncu) every launch
+    traced = traced_launches(sidecar) if sidecar is not None else None
+    if reference is not None and traced is not None and len(traced) != len(sidecar):
+        keep = {x.order for x in sidecar if x.traced}
+        reference = [r for r in reference if r.order in keep] if len(reference) == len(
+            sidecar) else reference
+    report = validate_trace_set(tdir, tracer.kind, sidecar=traced, reference=reference)
     res.report = report
     res.match = report.match
     res.stats.update(kernels=report.n_kernels, trace_bytes=_dir_size(tdir),
@@ -338,7 +352,7 @@ def store_sidecar(src: Path, dst: Path) -> None:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if rec.get("traced") or rec.get("window_open"):
+            if rec.get("traced") or rec.get("window_open") or "same_as" in rec:
                 keep.append(line if line.endswith("\n") else line + "\n")
     tmp = dst.with_name(dst.name + ".part")
     tmp.write_text("".join(keep))

@@ -80,7 +80,15 @@ def qualified(base: str) -> list[str]:
     return [f"{base}.{r}" for r in _ROLLUPS]
 
 
+#: Few enough counters for one replay pass, so ncu can afford every launch of a model-size
+#: step (thousands of launches): time, cycles, DRAM bytes, L2 hit rate, instructions.
+TIME: tuple[str, ...] = ("gpu__time_duration.sum", "gpc__cycles_elapsed.max",
+                         "gpc__cycles_elapsed.avg.per_second", "dram__bytes_read.sum",
+                         "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
+                         "sm__inst_executed.sum")
+
 METRIC_SETS: dict[str, tuple[str, ...]] = {
+    "time": TIME,
     "core": tuple(q for b in CORE for q in qualified(b)),
     "full": tuple(q for b in (*CORE, *PIPES) for q in qualified(b)),
 }

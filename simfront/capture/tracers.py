@@ -108,7 +108,8 @@ class Tracer:
     path: Path
 
     def env(self, out_dir: Path, window: Window, sampling: Sampling,
-            list_only: bool = False, compress: str = "xz") -> dict[str, str]:
+            list_only: bool = False, compress: str = "xz",
+            dedup: bool = False) -> dict[str, str]:
         # NVBit instruments loaded functions only (lazy loading hides them at launch)
         env = {"LD_PRELOAD": str(self.path), "NOBANNER": "1", "CUDA_MODULE_LOADING": "EAGER"}
         if self.kind == "simfront":
@@ -127,7 +128,11 @@ class Tracer:
                 env["SIMFRONT_KERNEL_REGEX"] = window.arg
             if list_only:
                 env["SIMFRONT_LIST_ONLY"] = "1"
+            if dedup:
+                env["SIMFRONT_DEDUP"] = "1"
             return env
+        if dedup:
+            raise InputError("Accel-Sim's tracer cannot deduplicate launches", field="dedup")
         # Accel-Sim's tracer: profiler window only, no sampling, raw text out
         if window.kind not in ("iteration", "all"):
             raise InputError(f"Accel-Sim's tracer cannot window by {window.kind}; use "

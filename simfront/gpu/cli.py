@@ -94,7 +94,7 @@ def show(spec: str, sets: tuple[str, ...], as_yaml: bool, as_json: bool) -> None
               help="Apply a variant parameter to every GPU.")
 def gen(specs: tuple[str, ...], out: Path, sets: tuple[str, ...]) -> None:
     """Write Accel-Sim gpgpusim.config, trace.config and the interconnect file."""
-    from simfront.gpu import write_accelsim_config
+    from simfront.sim.accelsim.config import write_accelsim_config
 
     for spec in specs:
         gpu = _load(spec, sets)
@@ -148,8 +148,9 @@ def _diff(x: Any, y: Any, path: str = "") -> list[tuple[str, Any, Any]]:
 def validate_cmd(spec: str, no_accelsim: bool, pipes: str) -> None:
     """Check a preset, a YAML description, or a directory holding Accel-Sim configs."""
     from simfront.gpu import validate
-    from simfront.gpu.accelsim import GPGPUSIM_CONFIG, read_options
-    from simfront.gpu.validate import accelsim_warnings, validate_accelsim_options
+    from simfront.sim.accelsim.checks import accelsim_warnings, validate_accelsim_options
+    from simfront.sim.accelsim.config import (GPGPUSIM_CONFIG, accelsim_options,
+                                              read_options, validate_for_accelsim)
 
     used = {p.strip() for p in pipes.split(",") if p.strip()}
     path = Path(spec)
@@ -162,10 +163,10 @@ def validate_cmd(spec: str, no_accelsim: bool, pipes: str) -> None:
         click.echo(f"{path}: Accel-Sim options OK")
         return
     gpu = _load(spec)
-    validate(gpu, accelsim=not no_accelsim, pipes_used=used)
-    if not no_accelsim:
-        from simfront.gpu import accelsim_options
-
+    if no_accelsim:
+        validate(gpu, pipes_used=used)
+    else:
+        validate_for_accelsim(gpu, pipes_used=used)
         for w in accelsim_warnings(accelsim_options(gpu)):
             click.secho(f"warning: {w}", fg="yellow", err=True)
     click.echo(f"{gpu.name}: OK" + ("" if no_accelsim else " (Accel-Sim rules included)"))

@@ -61,6 +61,11 @@ class Backend(abc.ABC):
     def check_available(self) -> None:
         """Raise BackendError, saying what to install or set, if this backend cannot run here."""
 
+    def check_gpu(self, gpu: Any, pipes_used: "set[str] | None" = None) -> None:
+        """Raise ConfigError (naming the field or option and the rule) if this simulator
+        would refuse or crash on ``gpu``, a description that passed its own checks
+        (``simfront.gpu.validate``). Runs before any job, so a sweep fails at plan time."""
+
     @abc.abstractmethod
     def run(self, job: SimJob) -> SimResult:
         """Run one job; never raise for a simulator failure, return ``ok=False`` instead."""
@@ -92,6 +97,14 @@ def get_backend(name: str) -> Backend:
     except KeyError:
         raise BackendError(f"unknown backend '{name}'; choose one of: "
                            f"{', '.join(backend_names())}") from None
+
+
+def check_gpu(gpu: Any, backends: "tuple[str, ...] | list[str] | None" = None,
+              pipes_used: "set[str] | None" = None) -> None:
+    """Each named backend's :meth:`Backend.check_gpu`; by default every built-in backend's,
+    so that a description accepted once runs on either (results are compared across them)."""
+    for name in backends if backends is not None else BUILTIN_MODULES:
+        get_backend(name).check_gpu(gpu, pipes_used)
 
 
 def _load_builtin(name: str) -> None:

@@ -54,7 +54,7 @@ def parse_cmd(log: Path, columns: str | None, all_columns: bool, as_json: bool) 
     """Parse a GPGPU-Sim/Accel-Sim stdout (plain, .xz or .zst) into per-kernel records."""
     import fnmatch
 
-    from simfront.stats.accelsim import kernel_records, parse_file
+    from simfront.sim.accelsim.parse import kernel_records, parse_file
 
     parsed = parse_file(log)
     records = kernel_records(parsed)

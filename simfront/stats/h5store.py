@@ -62,8 +62,11 @@ _STR = h5py.string_dtype("utf-8")
 
 
 def write_results(path: str | Path, records: list[dict[str, Any]], jobs: list[dict[str, Any]],
-                  attrs: Mapping[str, Any] | None = None) -> Path:
-    """Write a whole results file (replacing any old one) atomically; return its path."""
+                  attrs: Mapping[str, Any] | None = None,
+                  steps: list[dict[str, Any]] | None = None) -> Path:
+    """Write a whole results file (replacing any old one) atomically; return its path.
+    ``steps``: one row per trace set x GPU x backend gathered from per-kernel jobs
+    (``simfront.sweep.results.step_rows``), written as the ``steps`` table when given."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -81,6 +84,8 @@ def write_results(path: str | Path, records: list[dict[str, Any]], jobs: list[di
             _write_table(f.create_group("records"), records, schema.BY_NAME)
             _write_table(f.create_group("jobs"), jobs, _JOB_BY_NAME)
             _write_provenance(f.create_group("provenance"), jobs)
+            if steps is not None:
+                _write_table(f.create_group("steps"), steps, {})
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -301,6 +306,14 @@ def _read_table(path: str | Path, table: str, columns: list[str] | None = None) 
 def read_records(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
     """The per-kernel records table as a DataFrame (one row per kernel launch)."""
     return _read_table(path, "records", columns)
+
+
+def read_steps(path: str | Path) -> pd.DataFrame:
+    """One row per step (trace set x GPU x backend); empty if the file has no steps table."""
+    with _open(path) as f:
+        if "steps" not in f:
+            return pd.DataFrame()
+    return _read_table(path, "steps")
 
 
 def read_jobs(path: str | Path) -> pd.DataFrame:

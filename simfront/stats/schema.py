@@ -33,6 +33,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("grid", "str", "", "grid dimensions 'x,y,z'"),
     Column("block", "str", "", "block dimensions 'x,y,z'"),
     Column("complete", "bool", "", "the simulator finished this kernel"),
+    Column("requested_backend", "str", "",
+           "the backend the sweep asked for, where another one stood in (fallback)"),
+    Column("fallback_reason", "str", "", "why the requested backend has no record here"),
+    Column("launch_count", "int", "launches",
+           "launches of the captured window the record stands for: a deduplicated capture's "
+           "multiplicity.txt count (1 otherwise); step totals weight by it"),
+    Column("same_launch_as", "float", "",
+           "kernel_id of the identical launch that was run for this one (split sweeps)"),
     # time
     Column("cycles", "float", "cycles", "kernel duration in core clock cycles"),
     Column("time_us", "float", "us", "kernel duration at the config's core clock"),

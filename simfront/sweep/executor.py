@@ -1,7 +1,8 @@
 """The executor interface: where attempts run. The driver (:mod:`simfront.sweep.runner`) owns
 the store and the loop; an executor only starts attempts, reports how they ended, and stops
 them. Local and Slurm executors are one file each; a batch scheduler such as PBS is a short
-subclass of :class:`simfront.sweep.batch.BatchExecutor`.
+subclass of :class:`simfront.sweep.batch.BatchExecutor`. Executors are found by name through
+:mod:`simfront.sweep.registry`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import abc
 import sqlite3
 from pathlib import Path
-from typing import Callable
 
 from simfront.errors import SweepError
 from simfront.sweep.spec import ExecutorSettings, Resources
@@ -59,30 +59,3 @@ class Executor(abc.ABC):
         """Stop. Returns attempts that were stopped unfinished (to give back to the queue)."""
         return []
 
-
-_EXECUTORS: dict[str, Callable[..., Executor]] = {}
-
-
-def register_executor(name: str, factory: Callable[..., Executor]) -> None:
-    _EXECUTORS[name] = factory
-
-
-def _load_builtin() -> None:
-    import simfront.sweep.local  # noqa: F401  (registers 'local')
-    import simfront.sweep.slurm  # noqa: F401  (registers 'slurm')
-
-
-def executor_names() -> list[str]:
-    _load_builtin()
-    return sorted(_EXECUTORS)
-
-
-def make_executor(kind: str, sweep_dir: Path, store: JobStore, settings: ExecutorSettings,
-                  resources: Resources, sweep_name: str = "sweep") -> Executor:
-    _load_builtin()
-    try:
-        factory = _EXECUTORS[kind]
-    except KeyError:
-        raise SweepError(f"unknown executor '{kind}'; choose one of: {', '.join(sorted(_EXECUTORS))}",
-                         field="executor.kind") from None
-    return factory(sweep_dir, store, settings, resources, sweep_name)

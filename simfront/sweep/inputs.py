@@ -203,9 +203,12 @@ def variant_params() -> tuple[str, ...]:
 _BASES: dict[str, Any] = {}
 
 
-def build_gpu(base: str, params: dict[str, Any], validate: bool = True) -> Any:
-    """``with_variants(load_gpu(base), **params)``, validated; the caller turns errors into
-    SweepErrors. Bases are loaded once per process (descriptions are frozen)."""
+def build_gpu(base: str, params: dict[str, Any], validate: bool = True,
+              backends: "tuple[str, ...] | None" = None) -> Any:
+    """``with_variants(load_gpu(base), **params)``, validated: the description's own rules,
+    then what the ``backends`` refuse (default: every built-in backend's rules, see
+    ``simfront.sim.backend.check_gpu``); the caller turns errors into SweepErrors. Bases are
+    loaded once per process (descriptions are frozen)."""
     mod = _gpu_module()
     gpu = _BASES.get(base)
     if gpu is None:
@@ -217,6 +220,10 @@ def build_gpu(base: str, params: dict[str, Any], validate: bool = True) -> Any:
         gpu = mod.with_variants(gpu, **params)
     if validate and mod.validate is not None:
         mod.validate(gpu)
+    if validate:
+        from simfront.sim.backend import check_gpu
+
+        check_gpu(gpu, backends)
     return gpu
 
 

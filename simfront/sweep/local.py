@@ -20,7 +20,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from simfront.sweep.executor import Executor, register_executor
+from simfront.sweep.executor import Executor
+from simfront.sweep.registry import register_executor
 from simfront.sweep.store import Claim, Outcome
 from simfront.sweep.worker import job_dir, read_json, run_job
 

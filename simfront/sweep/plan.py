@@ -46,6 +46,11 @@ class JobSpec:
     timeout_s: float | None = None
     imports: tuple[str, ...] = ()
     import_base: str = ""
+    #: split jobs: launch run -> the later identical launches it stands for (split.py)
+    duplicates: dict[str, list[str]] = field(default_factory=dict)
+    #: the backend that stands in for kernels this one refuses, fails or times out on
+    fallback: str | None = None
+    fallback_after_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -58,6 +63,7 @@ class JobSpec:
         d = dict(d)
         d["kernels"] = tuple(d["kernels"]) if d.get("kernels") is not None else None
         d["imports"] = tuple(d.get("imports") or ())
+        d["duplicates"] = {k: list(v) for k, v in (d.get("duplicates") or {}).items()}
         return cls(**d)
 
 
@@ -134,21 +140,47 @@ def plan_sweep(spec: SweepSpec) -> Plan:
     jobs: list[JobSpec] = []
     seen: set[str] = set()
     duplicates = 0
-    for (w, info, n_bytes), (params, config, chash), (bname, bver) in itertools.product(
+    units = {w.name: _units(spec, w, info, n_bytes) for w, info, n_bytes in traces}
+    for (w, info, _), (params, config, chash), (bname, bver) in itertools.product(
             traces, gpus, backends):
-        jid = job_id_for(info.content_hash, w.kernels, chash, bname, bver, spec.options)
-        if jid in seen:
-            duplicates += 1
-            continue
-        seen.add(jid)
-        jobs.append(JobSpec(job_id=jid, workload=w.name, trace_dir=str(info.path),
-                            trace_hash=info.content_hash, trace_bytes=n_bytes,
-                            kernels=w.kernels, base_gpu=spec.base_gpu, params=params,
-                            config=config, config_hash=chash, backend=bname,
-                            backend_version=bver, options=dict(spec.options),
-                            timeout_s=float(spec.resources.time_s),
-                            imports=spec.executor.imports, import_base=str(base_dir)))
+        fallback = spec.fallback if spec.fallback and spec.fallback.backend != bname else None
+        id_options = ({**spec.options, "fallback": [fallback.backend, fallback.after_s]}
+                      if fallback else spec.options)
+        for kernels, dups, n_bytes in units[w.name]:
+            jid = job_id_for(info.content_hash, kernels, chash, bname, bver, id_options)
+            if jid in seen:
+                duplicates += 1
+                continue
+            seen.add(jid)
+            jobs.append(JobSpec(job_id=jid, workload=w.name, trace_dir=str(info.path),
+                                trace_hash=info.content_hash, trace_bytes=n_bytes,
+                                kernels=kernels, base_gpu=spec.base_gpu, params=params,
+                                config=config, config_hash=chash, backend=bname,
+                                backend_version=bver, options=dict(spec.options),
+                                timeout_s=float(spec.resources.time_s),
+                                imports=spec.executor.imports, import_base=str(base_dir),
+                                duplicates=dups,
+                                fallback=fallback.backend if fallback else None,
+                                fallback_after_s=fallback.after_s if fallback else None))
     return Plan(spec=spec, jobs=jobs, duplicates=duplicates)
+
+
+def _units(spec: SweepSpec, w: Any, info: Any, n_bytes: int
+           ) -> list[tuple[tuple[str, ...] | None, dict[str, list[str]], int]]:
+    """(kernel filter, duplicates, stored bytes) of each job of a trace set: the whole set
+    (or its ``kernels:`` filter) in one job, or with ``split`` a job per group of launches."""
+    if spec.split is None:
+        return [(w.kernels, {}, n_bytes)]
+    from simfront.sweep import split
+
+    files = inputs.select_kernels(inputs.kernel_files(info.path), w.kernels)
+    size = {f: s for f, _, s in files}
+    names = [f for f, _, _ in files]
+    hashes = (split.launch_hashes(info.path, names, spec.directory / "launches",
+                                  info.content_hash) if spec.split.dedup else None)
+    return [(g.files, {k: list(v) for k, v in g.duplicates.items()},
+             sum(size[f] for f in g.files))
+            for g in split.group_launches(names, hashes, spec.split.kernels_per_job)]
 
 
 def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], str, str]]:

@@ -25,7 +25,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from simfront.errors import SweepError
-from simfront.sweep.executor import Executor, make_executor
+from simfront.sweep.executor import Executor
+from simfront.sweep.registry import make_executor
 from simfront.sweep.plan import Plan, plan_sweep
 from simfront.sweep.results import RESULTS_FILE, gather
 from simfront.sweep.spec import SweepSpec, load_sweep

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from simfront.sweep.batch import BatchExecutor, TaskEnd
-from simfront.sweep.executor import register_executor
+from simfront.sweep.registry import register_executor
 
 
 class SlurmExecutor(BatchExecutor):

@@ -64,6 +64,24 @@ class ExecutorSettings:
 
 
 @dataclass(frozen=True)
+class Split:
+    """One job per group of ``kernels_per_job`` launches instead of one per trace set;
+    with ``dedup``, a launch identical to an earlier one runs once (simfront.sweep.split)."""
+
+    kernels_per_job: int = 1
+    dedup: bool = True
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A backend that stands in for the kernels the sweep's backend refuses, fails on, or
+    has not finished within ``after_s`` seconds (default: the job's time limit)."""
+
+    backend: str
+    after_s: float | None = None
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     name: str
     path: Path
@@ -79,6 +97,8 @@ class SweepSpec:
     executor: ExecutorSettings
     description: str = ""
     lines: dict[str, int] = field(default_factory=dict, compare=False)
+    split: Split | None = None
+    fallback: Fallback | None = None
 
     def line_of(self, key: str) -> int | None:
         """Line of a dotted key (``gpu.axes.l2_size``) in the sweep file, where known."""
@@ -89,7 +109,9 @@ EXECUTOR_KINDS = ("local", "slurm")
 COMBINE = ("product", "zip")
 
 _TOP = {"name", "description", "dir", "workloads", "gpu", "backends", "options", "resources",
-        "executor"}
+        "executor", "split", "fallback"}
+_SPLIT = {"kernels_per_job", "dedup"}
+_FALLBACK = {"backend", "after"}
 _WORKLOAD = {"name", "traces", "kernels"}
 _GPU = {"base", "set", "axes", "combine"}
 _RESOURCES = {"cpus", "mem", "time"}
@@ -162,7 +184,9 @@ def parse_sweep(data: Any, path: Path) -> SweepSpec:
         raise ctx.err("must be a mapping of backend options", "options", top.line_of("options"))
     resources = _resources(ctx, top)
     executor = _executor(ctx, top)
-    return SweepSpec(name=name, path=path.resolve(), directory=directory.resolve(),
+    split = _split(ctx, top)
+    fallback = _fallback(ctx, top, backends, resources)
+    return SweepSpec(split=split, fallback=fallback, name=name, path=path.resolve(), directory=directory.resolve(),
                      workloads=workloads, base_gpu=base, fixed=dict(fixed), axes=axes,
                      combine=combine, backends=backends, options=dict(options),
                      resources=resources, executor=executor, description=description,
@@ -320,6 +344,53 @@ def _backends(ctx: _Ctx, top: LineDict) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _split(ctx: _Ctx, top: LineDict) -> Split | None:
+    """``split: kernel`` (one job per launch) or ``split: {kernels_per_job: N, dedup: B}``."""
+    v = top.get("split")
+    line = top.line_of("split")
+    if v is None or v is False:
+        return None
+    if v == "kernel" or v is True:
+        return Split()
+    if not isinstance(v, dict):
+        raise ctx.err(f"must be 'kernel' or a mapping with kernels_per_job and dedup, not "
+                      f"{_kind(v)}", "split", line)
+    m = ctx.mapping(v, "split", line, _SPLIT)
+    n = m.get("kernels_per_job", 1)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ctx.err(f"must be a whole number >= 1, not {n!r}", "split.kernels_per_job",
+                      m.line_of("kernels_per_job"))
+    dedup = m.get("dedup", True)
+    if not isinstance(dedup, bool):
+        raise ctx.err(f"must be true or false, not {dedup!r}", "split.dedup", m.line_of("dedup"))
+    return Split(kernels_per_job=n, dedup=dedup)
+
+
+def _fallback(ctx: _Ctx, top: LineDict, backends: tuple[str, ...],
+              resources: Resources) -> Fallback | None:
+    """``fallback: model`` or ``fallback: {backend: model, after: 20m}``."""
+    v = top.get("fallback")
+    line = top.line_of("fallback")
+    if v is None:
+        return None
+    if isinstance(v, str):
+        v = LineDict(backend=v)
+        v.line, v.lines = line, {"backend": line}
+    m = ctx.mapping(v, "fallback", line, _FALLBACK)
+    backend = _string(ctx, m, "backend", "fallback.backend")
+    if backend in backends and len(backends) == 1:
+        raise ctx.err(f"'{backend}' is the sweep's only backend: it cannot stand in for "
+                      f"itself", "fallback.backend", m.line_of("backend"))
+    after = None
+    if m.get("after") is not None:
+        after = parse_duration(m["after"], ctx, "fallback.after", m.line_of("after"))
+        if after >= resources.time_s:
+            raise ctx.err(f"must be shorter than resources.time ({resources.time_s} s): the "
+                          f"stand-in runs within the same job", "fallback.after",
+                          m.line_of("after"))
+    return Fallback(backend=backend, after_s=after)
+
+
 def _resources(ctx: _Ctx, top: LineDict) -> Resources:
     if top.get("resources") is None:
         return Resources()
@@ -345,7 +416,7 @@ def _executor(ctx: _Ctx, top: LineDict) -> ExecutorSettings:
     kw: dict[str, Any] = {}
     kind = m.get("kind", "local")
     if kind not in EXECUTOR_KINDS:
-        from simfront.sweep.executor import executor_names
+        from simfront.sweep.registry import executor_names
         if kind not in executor_names():
             raise ctx.err(f"unknown executor {kind!r}; choose one of: "
                           f"{', '.join(executor_names())}", "executor.kind", m.line_of("kind"))

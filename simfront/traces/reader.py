@@ -29,6 +29,7 @@ from simfront.traces.instructions import (
     new_warp_state, parse_line, scan_body,
 )
 from simfront.traces.kernelslist import Entry, KernelRef, MemcpyEvent, parse_kernelslist
+from simfront.traces.multiplicity import MULTIPLICITY, count_of, read_multiplicity
 
 DEFAULT_CHUNK_BYTES = 8 << 20
 TRACE_SUFFIXES = (".traceg", ".traceg.xz", ".traceg.zst", ".trace", ".trace.xz")
@@ -263,6 +264,22 @@ class TraceSet:
             if isinstance(e, KernelRef) and not (self.path / e.file).is_file():
                 raise TraceFormatError(f"lists '{e.file}', which does not exist",
                                        self.kernelslist, e.line)
+        #: file -> launches it stands for (deduplicated sets; empty otherwise)
+        self.multiplicity: dict[str, int] = read_multiplicity(self.path)
+        listed = {e.file for e in self.entries if isinstance(e, KernelRef)}
+        stray = sorted(set(self.multiplicity) - listed)
+        if stray:
+            raise TraceFormatError(f"counts {stray[0]}, which kernelslist.g does not list",
+                                   self.path / MULTIPLICITY)
+
+    def count(self, file: str | Path) -> int:
+        """How many launches of the window a kernel file stands for (1 unless deduplicated)."""
+        return count_of(self.multiplicity, str(file))
+
+    @property
+    def launches(self) -> int:
+        """Launches of the window: kernels counted as many times as they ran."""
+        return sum(self.count(r.file) for r in self.kernel_refs)
 
     def __repr__(self) -> str:
         return f"TraceSet({str(self.path)!r}, {len(self.kernel_refs)} kernels)"

@@ -39,11 +39,14 @@ import yaml
 from simfront import __version__
 from simfront.errors import InputError, TraceFormatError
 from simfront.paths import repo_dir
+from simfront.traces.multiplicity import count_of, read_multiplicity
 from simfront.traces.reader import KernelTrace, TraceSet, open_trace_file
 
 MANIFEST_NAMES = ("manifest.json", "manifest.yaml", "manifest.yml")
 FORMAT = "simfront-trace-set"
-FORMAT_VERSION = 1
+# 2: a set may be deduplicated: multiplicity.txt beside kernelslist.g, a "count" per kernel
+# entry, "launches" (their sum); a reader of version 1 would count each kernel once.
+FORMAT_VERSION = 2
 #: Fields a manifest should carry besides the computed ones (empty values are allowed, so
 #: that what is not known is visibly not known).
 PROVENANCE_FIELDS = ("workload", "gpu", "driver", "cuda", "tools", "capture_window",
@@ -133,15 +136,20 @@ class StoredSet:
 def set_hash(kernel_entries: list[dict[str, Any]], memcpys: list[str] = ()) -> str:
     """The hash of a whole set: its kernels' text hashes in launch order, then its memcpy
     events (``MemcpyHtoD,0x...,bytes`` lines of kernelslist.g) if any."""
-    lines = [f"{k['file']} {k['sha256']}" for k in kernel_entries] + list(memcpys)
+    # a count other than 1 (deduplicated sets) is part of what the set is
+    lines = [f"{k['file']} {k['sha256']}" + (f" x{k['count']}" if k.get("count", 1) != 1
+                                              else "") for k in kernel_entries] + list(memcpys)
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def build_manifest(set_dir: str | Path, fields: dict[str, Any], name: str) -> dict[str, Any]:
     """Compute a manifest for a trace directory: the given provenance fields plus
-    per-kernel hashes and sizes."""
+    per-kernel hashes and sizes (and launch counts of a deduplicated set)."""
     ts = TraceSet(set_dir)
     kernels = [_kernel_entry(k) for k in ts.kernels()]
+    mult = read_multiplicity(set_dir)
+    for k in kernels:
+        k["count"] = count_of(mult, k["file"])
     manifest: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION,
                                 "name": name}
     for key in PROVENANCE_FIELDS:
@@ -149,6 +157,7 @@ def build_manifest(set_dir: str | Path, fields: dict[str, Any], name: str) -> di
     manifest.update({k: v for k, v in fields.items() if k not in manifest})
     manifest.update({
         "memcpys": len(ts.memcpys),
+        "launches": sum(k["count"] for k in kernels),
         "kernels": kernels,
         "set_sha256": set_hash(kernels, [f"{m.kind},0x{m.address:016x},{m.size}"
                                          for m in ts.memcpys]),
@@ -230,7 +239,7 @@ class TraceStore:
             shutil.copy2(ts.kernelslist, tmp / "kernelslist.g")
             for ref in ts.kernel_refs:
                 shutil.copy2(src / ref.file, tmp / ref.file)
-            for extra in ("repairs.json",):
+            for extra in ("repairs.json", "multiplicity.txt"):
                 if (src / extra).is_file():
                     shutil.copy2(src / extra, tmp / extra)
             fields = dict(manifest_fields)

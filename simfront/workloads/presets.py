@@ -277,9 +277,31 @@ def hybrid_lm(preset: str) -> LMConfig:
     return base
 
 
+# The published Mamba and Mamba2 checkpoints (state-spaces/mamba-*, mamba2-*): (n_layer,
+# d_model). Both families use mamba_ssm's defaults otherwise (expand 2, d_conv 4; Mamba1
+# d_state 16; Mamba2 d_state 128, headdim 64, ngroups 1, chunk 256), a vocabulary of 50277
+# padded to a multiple of 8 (50280) and a tied head. Batch 4 x 2048 as the seed study.
+PUBLISHED = {"130m": (24, 768), "370m": (48, 1024), "780m": (48, 1536), "1.3b": (48, 2048),
+             "2.7b": (64, 2560)}
+
+# The length/batch/chunk sweep on the 130M Mamba2 step: lengths at the preset's token count
+# (4 x 2048 = 8192 tokens; 16384 cannot keep it and runs at batch 1), then batch at length
+# 2048, then SSD chunk length. Each point is a set of overrides (``--set``).
+SWEEP_130M = {
+    "seqlen": [{"seqlen": 512, "batch": 16}, {"seqlen": 1024, "batch": 8},
+               {"seqlen": 2048, "batch": 4}, {"seqlen": 4096, "batch": 2},
+               {"seqlen": 8192, "batch": 1}, {"seqlen": 16384, "batch": 1}],
+    "batch": [{"batch": b} for b in (1, 2, 4, 8, 16)],
+    "chunk": [{"chunk_size": c} for c in (64, 128, 256)],
+}
+
+
 def _lm_preset(base: LMConfig, preset: str) -> LMConfig:
     if preset == "paper":
         return base
+    if preset in PUBLISHED:
+        n_layer, d_model = PUBLISHED[preset]
+        return dataclasses.replace(base, n_layer=n_layer, d_model=d_model, vocab_size=50277)
     if preset == "full":
         return dataclasses.replace(base, n_layer=24)
     # tiny: small enough to trace every launch; two SSD chunks so state passing is real.
@@ -303,6 +325,7 @@ def graphmamba(preset: str) -> GraphConfig:
                        nodes_per_graph=16, avg_degree=3, lr=1e-3)
 
 
-PRESET_NAMES = {"mamba1_lm": ("tiny", "paper", "full"), "mamba2_lm": ("tiny", "paper", "full"),
+PRESET_NAMES = {"mamba1_lm": ("tiny", "paper", "full", *PUBLISHED),
+                "mamba2_lm": ("tiny", "paper", "full", *PUBLISHED),
                 "hybrid_lm": ("tiny", "paper", "full"), "mambavision": ("tiny", "paper"),
                 "graphmamba": ("tiny", "paper")}

@@ -26,6 +26,20 @@
  *   SIMFRONT_COMPRESS       xz | zstd | none (default xz)
  *   SIMFRONT_WRITERS        compression threads (default 4)
  *   SIMFRONT_VERBOSE        1: log each launch to stderr
+ *   SIMFRONT_DEDUP          1: trace each distinct launch once (see below)
+ *   SIMFRONT_RECORDS        window: full sidecar records for launches while the window is
+ *                           open, counts per kernel name for the rest (default); all: a
+ *                           full record for every launch of the process
+ *
+ * Deduplication: a launch is a repeat of an earlier traced launch when its function, grid,
+ * block, dynamic shared memory and kernel-parameter bytes are equal, the parameter bytes
+ * taken from cuFuncGetParamInfo's layout with every 8-byte-aligned word that lies inside a
+ * device allocation (cuMemGetAddressRange) masked but for its low 7 bits (alignment and
+ * offset within a 128-byte line): the same layer's kernel on another
+ * layer's tensors is one launch, a different size, stride or scalar is not. A repeat is not
+ * instrumented; its sidecar record is {"kernel_id": N, "same_as": M, ...} and M's count
+ * goes into multiplicity.txt. Graph kernel nodes are never merged (their parameters are
+ * not at hand at the node launch).
  */
 #include <assert.h>
 #include <errno.h>
@@ -58,7 +72,7 @@
 #include "nvtx3/nvToolsExt.h"
 
 #define SF_TRACER_NAME "simfront-tracer"
-#define SF_TRACER_VERSION "1.1"
+#define SF_TRACER_VERSION "1.2"
 #define SF_FORMAT_VERSION "5"
 #define CHANNEL_SIZE (1l << 24)
 
@@ -75,6 +89,8 @@ static uint32_t g_stride = 1, g_maxcta = 0;
 static long g_max_kernels = 0;
 static int g_list_only = 0, g_verbose = 0, g_writers = 4;
 static std::string g_compress = "xz";
+static int g_dedup = 0;
+static bool g_records_all = false;
 
 /* ------------------------------------------------------------------ state */
 static pthread_mutex_t g_mutex; /* recursive: one launch is handled at a time */
@@ -84,6 +100,13 @@ static std::atomic<int> g_nvtx_depth{0};
 static long g_launch_id = 0;  /* every launch of the process, like Accel-Sim's ids */
 static long g_traced = 0;
 static FILE *g_sidecar = nullptr, *g_klist = nullptr;
+/* deduplication: masked launch key -> the traced launch standing for it, and its count */
+static std::unordered_map<std::string, long> g_dedup_rep;
+static std::map<long, unsigned long long> g_multiplicity;
+static std::map<long, std::string> g_rep_file;
+static long g_dups = 0;
+/* compact records: launches outside the window, counted per kernel name */
+static std::map<std::string, unsigned long long> g_outside;
 
 struct StaticInst {
   uint32_t pc;
@@ -518,7 +541,69 @@ struct LaunchInfo {
   CUstream stream;
   const char *api;
   bool graph;
+  void **params;   /* kernelParams of cuLaunchKernel(Ex); null for graph nodes */
+  void **extra;
 };
+
+static uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/* The launch's parameter bytes with device pointers masked (see the header comment).
+ * Returns false when they cannot be read (then the launch is never merged). */
+static bool masked_params(CUfunction fa, const LaunchInfo &li, std::string &out,
+                          unsigned *n_masked) {
+  std::vector<std::pair<size_t, size_t>> layout;
+  for (size_t i = 0;; ++i) {
+    size_t off = 0, sz = 0;
+    if (cuFuncGetParamInfo(fa, i, &off, &sz) != CUDA_SUCCESS) break;
+    layout.emplace_back(off, sz);
+  }
+  const char *buf = nullptr;
+  size_t bufsz = 0;
+  if (li.extra) {
+    for (void **e = li.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = (const char *)e[1];
+      else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) bufsz = *(size_t *)e[1];
+    }
+    if (!buf) return false;
+  } else if (!li.params && !layout.empty()) {
+    return false;
+  }
+  for (size_t i = 0; i < layout.size(); ++i) {
+    size_t off = layout[i].first, sz = layout[i].second;
+    const char *p;
+    if (buf) {
+      if (off + sz > bufsz) return false;
+      p = buf + off;
+    } else {
+      p = (const char *)li.params[i];
+    }
+    std::string bytes(p, sz);
+    /* words at 8-byte-aligned offsets of the parameter buffer: where pointers live */
+    for (size_t w = (8 - off % 8) % 8; w + 8 <= sz; w += 8) {
+      uint64_t v;
+      memcpy(&v, bytes.data() + w, 8);
+      if (v < (1ull << 32)) continue; /* sizes, strides, flags: never an H100 address */
+      CUdeviceptr base = 0;
+      size_t len = 0;
+      if (cuMemGetAddressRange_v2(&base, &len, (CUdeviceptr)v) == CUDA_SUCCESS && len) {
+        /* the low 7 bits stay: a kernel may branch on its pointers' alignment (vector
+         * loads), and the offset within a 128-byte line sets the sectors it touches */
+        uint64_t m = ~0x7full | (v & 0x7f);
+        memcpy(&bytes[w], &m, 8);
+        if (n_masked) (*n_masked)++;
+      }
+    }
+    char hdr[32];
+    snprintf(hdr, sizeof hdr, "|%zu:%zu|", off, sz);
+    out += hdr;
+    out += bytes;
+  }
+  return true;
+}
 
 static bool name_selected(CUcontext ctx, CUfunction f) {
   if (!g_have_regex) return true;
@@ -558,6 +643,46 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   uint64_t nctas = (uint64_t)li.gx * li.gy * li.gz;
   bool traced = !g_list_only && window_open() && name_selected(ctx, f) &&
                 (g_max_kernels == 0 || g_traced < g_max_kernels);
+  long same_as = 0;
+  uint64_t key_hash = 0;
+  unsigned n_masked = 0;
+  bool have_key = false;
+  if (traced && g_dedup && !li.graph) {
+    std::string key;
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "%p|%u,%u,%u|%u,%u,%u|%u", (void *)fa, li.gx, li.gy, li.gz,
+             li.bx, li.by, li.bz, li.dyn_shmem);
+    key = cfg;
+    if (masked_params(fa, li, key, &n_masked)) {
+      have_key = true;
+      key_hash = fnv1a(key);
+      auto it = g_dedup_rep.find(key);
+      if (it != g_dedup_rep.end()) {
+        same_as = it->second;
+        traced = false;
+      } else {
+        g_dedup_rep.emplace(std::move(key), kid);
+      }
+    }
+  }
+  if (same_as) {
+    g_multiplicity[same_as]++;
+    g_dups++;
+    char lb[160];
+    snprintf(lb, sizeof lb, "{\"kernel_id\": %ld, \"same_as\": %ld, \"params_hash\": \"%016llx\"}\n",
+             kid, same_as, (unsigned long long)key_hash);
+    fputs(lb, g_sidecar);
+    if (g_instrumented.count(f)) nvbit_enable_instrumented(ctx, f, false);
+    return nullptr;
+  }
+  if (!traced && !g_records_all && !window_open()) {
+    g_outside[mangled ? mangled : "?"]++;
+    if (g_instrumented.count(f)) {
+      if (li.graph) nvbit_set_at_launch(ctx, f, 0, li.stream, graph_handle);
+      else nvbit_enable_instrumented(ctx, f, false);
+    }
+    return nullptr;
+  }
   uint64_t traced_ctas = 0;
   if (traced) {
     uint64_t strided = (nctas + g_stride - 1) / g_stride;
@@ -580,6 +705,11 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
            li.api, li.graph ? "true" : "false", traced ? "true" : "false",
            window_open() ? "true" : "false");
   js += b;
+  if (have_key) {
+    snprintf(b, sizeof b, ", \"params_hash\": \"%016llx\", \"masked_words\": %u",
+             (unsigned long long)key_hash, n_masked);
+    js += b;
+  }
   if (traced) {
     snprintf(b, sizeof b,
              ", \"file\": \"kernel-%ld.traceg%s\", \"sample_stride\": %u, "
@@ -591,6 +721,7 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   js += "}\n";
   fputs(js.c_str(), g_sidecar);
   fflush(g_sidecar);
+  if (traced) g_multiplicity[kid] = 1;
   if (g_verbose)
     fprintf(stderr, "[simfront-tracer] launch %ld %s %s traced=%d\n", kid, li.api,
             nvbit_get_func_name(ctx, f, false), (int)traced);
@@ -612,6 +743,7 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   kb->nwarps = (li.bx * li.by * li.bz + 31) / 32;
   const char *ext = g_compress == "xz" ? ".xz" : (g_compress == "zstd" ? ".zst" : "");
   kb->path = g_dir + "/kernel-" + std::to_string(kid) + ".traceg" + ext;
+  g_rep_file[kid] = kb->path.substr(kb->path.rfind('/') + 1);
   std::string &h = kb->header;
   h = "-kernel name = ";
   h += mangled ? mangled : "?";
@@ -716,6 +848,8 @@ static void on_launch(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, void *p
     li.dyn_shmem = p->config->sharedMemBytes;
     li.stream = p->config->hStream;
     li.api = "cuLaunchKernelEx";
+    li.params = p->kernelParams;
+    li.extra = p->extra;
   } else {
     cuLaunchKernel_params *p = (cuLaunchKernel_params *)params;
     li.func = p->f;
@@ -728,6 +862,8 @@ static void on_launch(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, void *p
     li.dyn_shmem = p->sharedMemBytes;
     li.stream = p->hStream;
     li.api = "cuLaunchKernel";
+    li.params = p->kernelParams;
+    li.extra = p->extra;
   }
   CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
   cuStreamIsCapturing(li.stream, &cap);
@@ -848,6 +984,8 @@ void nvbit_at_init() {
   g_writers = (int)env_long("SIMFRONT_WRITERS", 4);
   if (g_writers < 1) g_writers = 1;
   g_compress = env_str("SIMFRONT_COMPRESS", "xz");
+  g_dedup = (int)env_long("SIMFRONT_DEDUP", 0);
+  g_records_all = env_str("SIMFRONT_RECORDS", "window") == "all";
   if (g_compress != "xz" && g_compress != "zstd" && g_compress != "none") {
     fprintf(stderr, "[simfront-tracer] unknown SIMFRONT_COMPRESS '%s'\n", g_compress.c_str());
     _exit(3);
@@ -972,10 +1110,30 @@ void nvbit_at_ctx_term(CUcontext ctx) {
 void nvbit_at_term() {
   if (!g_sidecar) return; /* a process that never made a CUDA context */
   drain_writers();
+  for (auto &it : g_outside) {
+    std::string js = "{\"outside_window\": true, \"name\": \"";
+    json_escape(js, it.first.c_str());
+    js += "\", \"count\": " + std::to_string(it.second) + "}\n";
+    fputs(js.c_str(), g_sidecar);
+  }
+  if (g_dedup) {
+    /* Accel-Sim's kernelslist.g names each distinct launch once; this says how many
+     * launches of the window each stands for */
+    std::string mp = g_dir + "/multiplicity.txt";
+    FILE *m = fopen((mp + ".part").c_str(), "w");
+    if (m) {
+      fputs("# simfront multiplicity 1: trace file, launches of the window it stands for\n", m);
+      for (auto &it : g_multiplicity) {
+        auto fn = g_rep_file.find(it.first);
+        if (fn != g_rep_file.end()) fprintf(m, "%s %llu\n", fn->second.c_str(), it.second);
+      }
+      if (fclose(m) == 0) rename((mp + ".part").c_str(), mp.c_str());
+    }
+  }
   if (g_sidecar) fclose(g_sidecar);
   if (g_klist) fclose(g_klist);
   g_sidecar = g_klist = nullptr;
-  fprintf(stderr, "[simfront-tracer] done: %ld launches, %ld traced, %d write errors\n",
-          g_launch_id, g_traced, g_write_errors.load());
+  fprintf(stderr, "[simfront-tracer] done: %ld launches, %ld traced, %ld repeats, %d write errors\n",
+          g_launch_id, g_traced, g_dups, g_write_errors.load());
   if (g_write_errors.load()) _exit(4);
 }

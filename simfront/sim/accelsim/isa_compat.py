@@ -7,14 +7,19 @@ in place) that:
 
 - sets ``-binary version`` to 80 (A100) or 86 (GA10x), the two versions that select
   Accel-Sim's Ampere map;
-- lowers the Hopper opcodes that have an Ampere equivalent, keeping registers, addresses and
-  modifiers (see :data:`LOWERINGS`);
-- refuses, before anything is written or simulated, a trace set holding opcodes that have
-  none (``HGMMA``, ``UTMALDG``, ``SYNCS``, ...), naming each with its count and first line;
+- renames the Hopper opcodes that have a one-to-one Ampere equivalent, keeping registers,
+  addresses and modifiers (see :data:`LOWERINGS`);
+- lowers warpgroup MMA, TMA, mbarrier, cluster and the other sm_90-only instructions into
+  the Ampere instructions that do the same work (:mod:`simfront.sim.accelsim.lowering`);
+- refuses, per kernel, one holding an opcode that has neither (naming opcode, count and first
+  line): the other kernels are still written; only a set left empty raises
+  :class:`IsaCompatError`;
+- re-grids a sampled launch to its traced blocks (Accel-Sim asserts on blocks missing from
+  the trace; :mod:`simfront.sim.accelsim.sampling` scales the result back);
 - optionally overrides header fields (``nregs``, ``shmem``) that the tracer wrote wrong.
 
-It is an approximation and is documented as one: lowered instructions run with Ampere's
-latencies, and the simulated machine decodes an Ampere instruction stream.
+It is an approximation and is documented as one (docs/accelsim.md): lowered instructions run
+with Ampere's latencies, and the simulated machine decodes an Ampere instruction stream.
 
 Traces are streamed line by line (``.traceg``, ``.traceg.xz`` or ``.traceg.zst`` in, the same
 or plain ``.traceg`` out), so a multi-gigabyte kernel never sits in memory.
@@ -33,6 +38,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from simfront.errors import BackendError, TraceFormatError
+from simfront.sim.accelsim.lowering import LOWERED_OPS, KernelLowering, Refusal, write_lowered
+from simfront.sim.accelsim.renames import LOWERINGS, RZ  # noqa: F401 - part of this API
+from simfront.sim.accelsim.textio import open_text_in as _open_text_in
+from simfront.sim.accelsim.textio import open_text_out as _open_text_out
 from simfront.traces.kernelslist import KernelRef, format_kernelslist, parse_kernelslist
 
 #: Binary versions that select Accel-Sim 1.x's Ampere opcode map.
@@ -54,37 +63,8 @@ EXIT JMP JMX JMXU KILL NANOSLEEP RET RPCMOV RTT WARPSYNC YIELD B2R BAR CS2R CSMT
 GETLMEMBASE LEPC NOP PMTRIG R2B S2R SETCTAID SETLMEMBASE VOTE VOTE_VTG
 """.split())
 
-#: Register number the tracer writes for RZ (the zero register).
-RZ = "R255"
-
-
-def _lower_viadd(opcode: str, srcs: list[str]) -> tuple[str, list[str]]:
-    # VIADD Rd, Ra, (Rb|imm) adds two values; IADD3 Rd, Ra, (Rb|imm), RZ adds three. The
-    # immediate stays in the trace's immediate field; the register list gains RZ, which is
-    # how the tracer writes Ampere's own `IADD3 Rd, Ra, imm, RZ` (2 sources: Ra, R255).
-    mods = opcode[len("VIADD"):]
-    return "IADD3" + mods, srcs + [RZ]
-
-
-def _lower_rename(new: str, old: str) -> Callable[[str, list[str]], tuple[str, list[str]]]:
-    def lower(opcode: str, srcs: list[str]) -> tuple[str, list[str]]:
-        return new + opcode[len(old):], srcs
-
-    return lower
-
-
-#: Hopper opcode -> how to write it as an Ampere instruction (same registers and addresses).
-#: REDG is sm_90's name for a global reduction, RED on sm_80 (same operands, same
-#: ``.E.ADD.F32...`` modifiers; Accel-Sim 1.x executes OP_RED as a global atomic).
-#: VIMNMX is the sm_90 integer min/max that replaced IMNMX (same operands).
-LOWERINGS: dict[str, Callable[[str, list[str]], tuple[str, list[str]]]] = {
-    "VIADD": _lower_viadd,
-    "REDG": _lower_rename("RED", "REDG"),
-    "VIMNMX": _lower_rename("IMNMX", "VIMNMX"),
-}
-
-#: Hopper opcodes without an Ampere equivalent (warpgroup MMA, TMA, mbarriers, clusters...),
-#: named in refusals with a word on what they are.
+#: Hopper-only opcodes with a word on what they are, for refusal messages. Most are lowered
+#: (simfront.sim.accelsim.lowering.LOWERED_OPS); the rest make a kernel a Refusal.
 NO_EQUIVALENT: dict[str, str] = {
     "HGMMA": "warpgroup MMA", "QGMMA": "warpgroup MMA (FP8)", "IGMMA": "warpgroup MMA (int)",
     "BGMMA": "warpgroup MMA (binary)", "WARPGROUP": "warpgroup arrive/wait",
@@ -100,31 +80,38 @@ NO_EQUIVALENT: dict[str, str] = {
 }
 
 TRACE_SUFFIXES = (".traceg", ".traceg.xz", ".traceg.zst")
+_SAMPLED = re.compile(r"traced (\d+) of (\d+)")
 
 
 @dataclass
 class KernelReport:
+    """What :func:`rewrite_kernel` (header fixes and re-gridding, no opcode change) did."""
+
     file: str
     out_file: str
     instructions: int = 0
     changed: Counter = field(default_factory=Counter)
     header_changes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    sampled: tuple[int, int] | None = None
 
 
 @dataclass
 class CompatReport:
-    """What a rewrite did: instructions changed by opcode, header fields changed per kernel."""
+    """What a rewrite did: per kernel, the lowering's counts (:class:`KernelLowering`), and
+    the kernels refused (:class:`Refusal`)."""
 
     target: str
     binary_version: int
     out_dir: Path
-    kernels: list[KernelReport] = field(default_factory=list)
+    kernels: list[KernelLowering] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
 
     @property
     def changed(self) -> Counter:
+        """Original instructions rewritten, by opcode, over the kernels written."""
         total: Counter = Counter()
         for k in self.kernels:
-            total.update(k.changed)
+            total.update(k.rewritten)
         return total
 
     @property
@@ -133,59 +120,80 @@ class CompatReport:
 
     @property
     def n_instructions(self) -> int:
-        return sum(k.instructions for k in self.kernels)
+        return sum(k.instructions_in for k in self.kernels)
 
     def summary(self) -> str:
         parts = ", ".join(f"{op} {n}" for op, n in sorted(self.changed.items())) or "none"
-        return (f"isa-compat {self.target}: binary version -> {self.binary_version}; "
+        text = (f"isa-compat {self.target}: binary version -> {self.binary_version}; "
                 f"{self.n_changed} of {self.n_instructions} instructions lowered ({parts}) "
                 f"in {len(self.kernels)} kernels")
+        n_lowered = sum(1 for k in self.kernels if k.rewritten)
+        text += f" ({n_lowered} needed lowering)"
+        if self.refused:
+            text += f"; {len(self.refused)} refused: " + "; ".join(
+                r.message() for r in self.refused)
+        return text
 
     def as_dict(self) -> dict:
         return {"target": self.target, "binary_version": self.binary_version,
                 "n_changed": self.n_changed, "n_instructions": self.n_instructions,
                 "changed": dict(self.changed),
-                "kernels": {k.file: {"changed": dict(k.changed), "instructions": k.instructions,
-                                     "header": {f: list(v) for f, v in k.header_changes.items()}}
-                            for k in self.kernels}}
+                "kernels": {k.file: k.as_dict() for k in self.kernels},
+                "refused": {r.file: {"why": r.why,
+                                     "opcodes": {op: {"count": n, "first_line": ln}
+                                                 for op, (n, ln) in r.opcodes.items()}}
+                            for r in self.refused}}
 
 
 class IsaCompatError(BackendError):
-    """The trace set holds opcodes that the target map cannot run and that have no lowering."""
+    """No kernel of the trace set can be lowered: each holds an opcode with no lowering."""
 
-    def __init__(self, missing: dict[str, tuple[int, str, int]]):
+    def __init__(self, missing: dict[str, tuple[int, str, int]],
+                 refusals: list[Refusal] | None = None):
         self.missing = missing
+        self.refusals = refusals or []
         lines = []
         for op, (n, where, line) in sorted(missing.items(), key=lambda kv: -kv[1][0]):
             what = NO_EQUIVALENT.get(op, "not in the Ampere map")
             lines.append(f"  {op} ({what}): {n} instructions, first at {where} line {line}")
         super().__init__(
-            "--isa-compat ampere refuses this trace set: these Hopper opcodes have no Ampere "
-            "equivalent, and Accel-Sim 1.x would assert on the first one:\n" + "\n".join(lines)
+            "--isa-compat ampere refuses every kernel of this trace set: these Hopper opcodes "
+            "have no Ampere lowering, and Accel-Sim 1.x would assert on the first one:\n"
+            + "\n".join(lines)
             + "\nUse an Accel-Sim 2.x install (it has a Hopper map), or drop these kernels "
             "from the job.")
+
+    @classmethod
+    def from_refusals(cls, refusals: list[Refusal]) -> "IsaCompatError":
+        missing: dict[str, tuple[int, str, int]] = {}
+        for r in refusals:
+            for op, (n, line) in r.opcodes.items():
+                if op in missing:
+                    missing[op] = (missing[op][0] + n, missing[op][1], missing[op][2])
+                else:
+                    missing[op] = (n, r.file, line)
+        return cls(missing, refusals)
 
 
 # --------------------------------------------------------------------------- streaming I/O
 
 
-def _open_text_in(path: Path) -> io.TextIOBase:
-    name = path.name
-    if name.endswith(".xz"):
-        return lzma.open(path, "rt", encoding="utf-8", errors="replace")
-    if name.endswith(".zst"):
-        import zstandard
-
-        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-    return open(path, "rt", encoding="utf-8", errors="replace")
-
-
-def _open_text_out(path: Path, xz: bool) -> io.TextIOBase:
-    if xz:
-        # preset 1: the copy is scratch for one simulation; speed matters more than size
-        return lzma.open(path, "wt", encoding="utf-8", preset=1)
-    return open(path, "wt", encoding="utf-8")
+def lower_kernel(src: Path, dst: Path, binary_version: int | None = 80,
+                 overrides: dict[str, int | str] | None = None,
+                 renames: dict | None = None, regrid_sampled: bool = True,
+                 ) -> KernelLowering | Refusal:
+    """Lower one kernel trace ``src`` into ``dst``. Returns the counts, or a
+    :class:`Refusal` naming each opcode that has no lowering, with its count and first line
+    (nothing is written then)."""
+    renames = LOWERINGS if renames is None else renames
+    # A first, cheap pass: is every opcode runnable or lowerable? Refuse before writing.
+    counts = scan_opcodes(src)
+    bad = {op: n for op, n in counts.items()
+           if op not in AMPERE_OPCODES and op not in renames and op not in LOWERED_OPS}
+    if bad:
+        return Refusal(src.name, {op: (n, _first_line(src, op)) for op, n in bad.items()})
+    return write_lowered(src, dst, counts, binary_version, overrides, renames, regrid_sampled,
+                         _open_text_in, _open_text_out)
 
 
 def _out_name(name: str, compress: bool) -> str:
@@ -271,11 +279,12 @@ def _first_line(path: Path, op: str) -> int:
 
 
 def check_opcodes(trace_dir: Path, files: Iterable[str]) -> dict[str, tuple[int, str, int]]:
-    """Opcodes without Ampere map entry or lowering: {op: (count, first file, first line)}."""
+    """Opcodes with no Ampere map entry, rename or lowering: {op: (count, first file, first
+    line)} (a first look; a kernel can still be refused for a shape the lowering lacks)."""
     missing: dict[str, list] = {}
     for name in files:
         for op, n in scan_opcodes(trace_dir / name).items():
-            if op in AMPERE_OPCODES or op in LOWERINGS:
+            if op in AMPERE_OPCODES or op in LOWERINGS or op in LOWERED_OPS:
                 continue
             if op not in missing:
                 missing[op] = [0, name, _first_line(trace_dir / name, op)]
@@ -330,8 +339,11 @@ def _rewrite_header(line: str, binary_version: int | None, overrides: dict[str, 
 
 
 def rewrite_kernel(src: Path, dst: Path, binary_version: int | None = 80,
-                   overrides: dict[str, int | str] | None = None) -> KernelReport:
-    """Rewrite one trace file (streaming) into ``dst`` (written to a temp name, then renamed).
+                   overrides: dict[str, int | str] | None = None,
+                   regrid_sampled: bool = True) -> KernelReport:
+    """Rewrite one trace file (streaming) into ``dst`` (written to a temp name, then renamed):
+    header fields, VIADD/REDG/VIMNMX renames, and a sampled launch's grid cut to its traced
+    blocks (renumbered 0..T-1) unless ``regrid_sampled`` is False.
 
     ``binary_version`` None keeps the header's (or takes ``overrides['binary_version']``)."""
     rep = KernelReport(file=src.name, out_file=dst.name)
@@ -339,18 +351,36 @@ def rewrite_kernel(src: Path, dst: Path, binary_version: int | None = 80,
     tmp = dst.with_name(dst.name + ".part")
     counts = rep.changed
     n = 0
+    tb = 0
     try:
         with _open_text_in(src) as fin, _open_text_out(tmp, dst.name.endswith(".xz")) as fout:
+            header: list[str] = []
             for line in fin:
                 c = line[:1]
                 if c == "-":  # header line (instruction lines start with a hex PC)
-                    fout.write(_rewrite_header(line, binary_version, overrides, rep.header_changes))
+                    header.append(line)
+                    m = _SAMPLED.search(line) if line.startswith("-tb sampling") else None
+                    if regrid_sampled and m and int(m[1]) < int(m[2]):
+                        rep.sampled = (int(m[1]), int(m[2]))
+                    continue
+                if header:  # the header is whole: the grid can be cut to the traced blocks
+                    ov = dict(overrides)
+                    if rep.sampled:
+                        ov["grid dim"] = f"({rep.sampled[0]},1,1)"
+                    for h in header:
+                        fout.write(_rewrite_header(h, binary_version, ov, rep.header_changes))
+                    header = []
+                if c == "t" and rep.sampled and line.startswith("thread block"):
+                    fout.write(f"thread block = {tb},0,0\n")
+                    tb += 1
                     continue
                 if c == "#" or c == "\n" or c == "t" or c == "w" or c == "i" or not c:
                     fout.write(line)
                     continue
                 n += 1
                 fout.write(_rewrite_line(line, counts))
+            for h in header:
+                fout.write(_rewrite_header(h, binary_version, overrides, rep.header_changes))
         os.replace(tmp, dst)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -368,8 +398,9 @@ def rewrite_traceset(trace_dir: str | Path, out_dir: str | Path, target: str = "
 
     ``files`` limits the copy to those kernel files (kernelslist order kept, memcpys kept);
     ``header_overrides`` maps a kernel file (or ``"*"`` for every kernel) to header fields to
-    set (``{"nregs": 32}``). Refuses with :class:`IsaCompatError`, before writing anything,
-    when an opcode can be neither run nor lowered. ``out_dir`` must not be ``trace_dir``."""
+    set (``{"nregs": 32}``). A kernel that cannot be lowered is left out of the copy and
+    listed in ``report.refused``; when every kernel is refused, :class:`IsaCompatError` is
+    raised before anything is written. ``out_dir`` must not be ``trace_dir``."""
     if target != "ampere":
         raise BackendError(f"unknown --isa-compat target '{target}'; the only one is 'ampere'")
     if binary_version not in AMPERE_BINARY_VERSIONS:
@@ -387,10 +418,7 @@ def rewrite_traceset(trace_dir: str | Path, out_dir: str | Path, target: str = "
     for name in kernel_files:
         if not (trace_dir / name).exists():
             raise TraceFormatError(f"kernelslist.g names {name}, which is not there", trace_dir)
-    missing = check_opcodes(trace_dir, kernel_files)
-    if missing:
-        raise IsaCompatError(missing)
-
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     report = CompatReport(target=target, binary_version=binary_version, out_dir=out_dir)
     renamed = []
@@ -403,9 +431,16 @@ def rewrite_traceset(trace_dir: str | Path, out_dir: str | Path, target: str = "
             progress(e.file)
         out_name = _out_name(e.file, compress)
         ov = {**overrides_all, **(header_overrides or {}).get(e.file, {})}
-        report.kernels.append(rewrite_kernel(trace_dir / e.file, out_dir / out_name,
-                                             binary_version, ov))
+        res = lower_kernel(trace_dir / e.file, out_dir / out_name, binary_version, ov)
+        if isinstance(res, Refusal):
+            report.refused.append(res)
+            continue
+        report.kernels.append(res)
         renamed.append(KernelRef(out_name, e.line))
+    if not report.kernels and report.refused:
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()  # nothing written: leave no trace of the attempt
+        raise IsaCompatError.from_refusals(report.refused)
     tmp = out_dir / "kernelslist.g.part"
     tmp.write_text(format_kernelslist(renamed))
     os.replace(tmp, out_dir / "kernelslist.g")

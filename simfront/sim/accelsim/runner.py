@@ -2,7 +2,7 @@
 
 Job directory (``SimJob.out_dir``)::
 
-    gpgpusim.config, trace.config, *.icnt   the configs (written by simfront.gpu, or copied)
+    gpgpusim.config, trace.config, *.icnt   the configs (written by config.py, or copied)
     traces/                                 kernelslist.g + the kernels sent (links, or the
                                             --isa-compat rewritten copy)
     accelsim.stdout.xz, accelsim.stderr.xz  the simulator's output, compressed as it streams
@@ -15,7 +15,11 @@ and a wall-time limit (``SimJob.timeout_s``: SIGTERM to its process group, SIGKI
 Job options (``SimJob.options``):
 
 - ``accelsim_root``: the install (default ``$ACCELSIM_ROOT``)
-- ``isa_compat``: ``"ampere"`` to replay Hopper traces on Accel-Sim 1.x (see isa_compat.py)
+- ``isa_compat``: ``"ampere"`` to replay Hopper traces on Accel-Sim 1.x (see isa_compat.py
+  and lowering.py; kernels it refuses get a record saying why, the others run)
+
+A sampled launch (``-tb sampling = ... traced T of N``) is always sent as a grid of its T
+traced blocks and its record scaled to the whole grid (sampling.py); the record says so.
 - ``binary_version``: 80 (default) or 86, with ``isa_compat``
 - ``header_overrides``: ``{kernel file or "*": {"nregs": 32, "shmem": 4192}}`` for header
   fields the tracer wrote wrong (the 2024 tracer's ``-nregs``)
@@ -31,6 +35,7 @@ import fnmatch
 import json
 import lzma
 import os
+import re
 import resource
 import shutil
 import signal
@@ -45,9 +50,13 @@ from simfront.errors import BackendError, SimfrontError
 from simfront.provenance import sha256_file, sha256_json, tool_versions
 from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
 from simfront.sim.accelsim.isa_compat import IsaCompatError, copy_traceset, rewrite_traceset
+from simfront.sim.accelsim.sampling import blocks_per_sm, sample_scale, scale_record, sm_limits
 from simfront.sim.backend import Backend, SimJob, SimResult
-from simfront.stats import accelsim as parser
+from simfront.sim.accelsim import parse as parser
 from simfront.traces.kernelslist import KernelRef, format_kernelslist, parse_kernelslist
+
+_SAMPLED_RE = re.compile(r"traced (\d+) of (\d+)")
+_CENSUS_RE = re.compile(r"^\s*(\d+) warp instructions")
 
 STDOUT_NAME = "accelsim.stdout.xz"
 STDERR_NAME = "accelsim.stderr.xz"
@@ -83,6 +92,11 @@ class AccelSimBackend(Backend):
 
     def check_available(self) -> None:
         self.install()
+
+    def check_gpu(self, gpu: Any, pipes_used: "set[str] | None" = None) -> None:
+        from simfront.sim.accelsim.config import validate_for_accelsim
+
+        validate_for_accelsim(gpu, pipes_used)
 
     def run(self, job: SimJob) -> SimResult:
         t0 = time.monotonic()
@@ -129,6 +143,9 @@ class AccelSimBackend(Backend):
         prov["versions"] = parsed.versions
         records = parser.kernel_records(parsed)
         self._fill_identity(records, job, sent, gpu_name, config_hash, install)
+        records = scale_sampled_records(records, sent, out / "gpgpusim.config", prov)
+        records += refused_records(compat, job, sent, gpu_name, config_hash, install,
+                                   self.name)
 
         reason = None
         # assert() writes to stderr, GPGPU-Sim's own reports to stdout: judge both together
@@ -171,7 +188,8 @@ class AccelSimBackend(Backend):
                     shutil.copyfile(p, out / p.name)
                     hashes[p.name] = sha256_file(p)
             return src.name, sha256_json(hashes)
-        from simfront.gpu import config_hash, write_accelsim_config
+        from simfront.gpu import config_hash
+        from simfront.sim.accelsim.config import write_accelsim_config
 
         write_accelsim_config(job.gpu, out)
         for name in CONFIG_FILES:
@@ -239,6 +257,8 @@ class AccelSimBackend(Backend):
 
         files = [k.file for k in chosen]
         compat = None
+        traced: dict[str, int] = {}  # original warp instructions of each sampled kernel
+        sampled = {k.file for k in chosen if _sampled(headers[k.file])}
         if compat_target:
             # Plain text by default: rewriting is I/O bound and xz costs more than it saves
             # for a scratch copy; .xz when asked (Accel-Sim 1.x reads it through `xz -dc`).
@@ -247,7 +267,10 @@ class AccelSimBackend(Backend):
                                       files=files, header_overrides=overrides, compress=compress)
             compat = report.as_dict()
             compat["summary"] = report.summary()
-        elif overrides:
+            refused = {r.file for r in report.refused}
+            chosen = [k for k in chosen if k.file not in refused]
+            traced = {k.file: k.instructions_in for k in report.kernels}
+        elif overrides or sampled:
             # Header fixes without ISA changes: a rewritten copy, opcodes untouched.
             from simfront.sim.accelsim.isa_compat import _out_name, rewrite_kernel
 
@@ -257,7 +280,8 @@ class AccelSimBackend(Backend):
                     if e.file in files:
                         ov = {**overrides.get("*", {}), **overrides.get(e.file, {})}
                         name = _out_name(e.file, False)
-                        rewrite_kernel(work_dir / e.file, tdir / name, None, ov)
+                        kr = rewrite_kernel(work_dir / e.file, tdir / name, None, ov)
+                        traced[e.file] = kr.instructions
                         kept.append(KernelRef(name, e.line))
                 else:
                     kept.append(e)
@@ -285,6 +309,15 @@ class AccelSimBackend(Backend):
                          "grid": h.get("grid dim", "").strip("()"),
                          "block": h.get("block dim", "").strip("()"),
                          "trace_hash": sha256_file(work_dir / k.file)})
+            if k.file in sampled and k.file in traced:
+                hh = dict(h)
+                for scope in ("*", k.file):
+                    hh.update({f.replace("_", " "): str(v)
+                               for f, v in overrides.get(scope, {}).items()})
+                sent[-1]["sampled"] = {
+                    "traced": _sampled(h)[0], "total": _sampled(h)[1],
+                    "traced_instructions": traced[k.file], "census": _census(h),
+                    "nregs": _int(hh.get("nregs")) or 0, "shmem": _int(hh.get("shmem")) or 0}
         return sent, compat
 
     def _fill_identity(self, records: list[dict], job: SimJob, sent: list[dict], gpu_name: str,
@@ -320,7 +353,7 @@ class AccelSimBackend(Backend):
 
 def read_header(path: Path) -> dict[str, str]:
     """The ``-key = value`` header of a trace file (first lines only; streaming)."""
-    from simfront.sim.accelsim.isa_compat import _open_text_in
+    from simfront.sim.accelsim.textio import open_text_in as _open_text_in
 
     out: dict[str, str] = {}
     if path.name.endswith(".tracez"):
@@ -335,6 +368,60 @@ def read_header(path: Path) -> dict[str, str]:
                 break
             if i > 64:
                 break
+    return out
+
+
+def _sampled(h: dict[str, str]) -> tuple[int, int] | None:
+    """(traced, total) blocks of a sampled launch's header, else None."""
+    m = _SAMPLED_RE.search(h.get("tb sampling", ""))
+    return (int(m[1]), int(m[2])) if m and int(m[1]) < int(m[2]) else None
+
+
+def _census(h: dict[str, str]) -> int | None:
+    m = _CENSUS_RE.match(h.get("tb census", ""))
+    return int(m[1]) if m else None
+
+
+def scale_sampled_records(records: list[dict], sent: list[dict], config: Path,
+                          prov: dict) -> list[dict]:
+    """Records of sampled launches scaled from the traced blocks to the whole grid
+    (:mod:`simfront.sim.accelsim.sampling`); the scales go into the provenance too."""
+    by_uid = {s["uid"]: s for s in sent if "sampled" in s}
+    if not by_uid:
+        return records
+    lim = sm_limits(config)
+    out = []
+    for r in records:
+        s = by_uid.get(r.get("kernel_uid"))
+        if s is None or not r.get("complete"):
+            out.append(r)
+            continue
+        sm = s["sampled"]
+        threads = 1
+        for x in s["block"].split(","):
+            threads *= int(x) if x.strip().isdigit() else 1
+        per_sm = blocks_per_sm(lim, threads, sm["nregs"], sm["shmem"])
+        sc = sample_scale(sm["traced"], sm["total"], sm["traced_instructions"], sm["census"],
+                          lim, per_sm)
+        prov.setdefault("sampling", {})[s["file"]] = sc.as_dict()
+        out.append(scale_record(r, sc))
+    return out
+
+
+def refused_records(compat: dict | None, job: SimJob, sent: list[dict], gpu_name: str,
+                    config_hash: str, install: AccelSimInstall, backend: str) -> list[dict]:
+    """One incomplete record per kernel the lowering refused, saying why (not simulated)."""
+    if not compat or not compat.get("refused"):
+        return []
+    out = []
+    for f, r in compat["refused"].items():
+        ops = ", ".join(f"{op} x{v['count']} (first at line {v['first_line']})"
+                        for op, v in r["opcodes"].items())
+        out.append({"kernel_uid": None, "complete": False, "accelsim_trace_file": f,
+                    "reason": f"refused by --isa-compat: {r['why']}: {ops}",
+                    "job_id": job.job_id, "backend": backend,
+                    "backend_version": install.version, "config": gpu_name,
+                    "config_hash": config_hash, "workload": Path(job.trace_dir).name})
     return out
 
 

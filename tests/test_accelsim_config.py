@@ -3,11 +3,11 @@ public H100 config read into a description, and the written files' structure."""
 
 import pytest
 
-from simfront.gpu import (accelsim_options, h100, load_gpu, preset_names,
-                          read_accelsim_config, with_variants, write_accelsim_config)
-from simfront.gpu.accelsim import (GPGPUSIM_CONFIG, ICNT_CONFIG, PIPELINE_STAGES,
-                                   TRACE_CONFIG, read_options, sub_core_model)
-from simfront.gpu.validate import accelsim_warnings, validate_accelsim_options
+from simfront.gpu import h100, load_gpu, preset_names, with_variants
+from simfront.sim.accelsim.checks import accelsim_warnings, validate_accelsim_options
+from simfront.sim.accelsim.config import (GPGPUSIM_CONFIG, ICNT_CONFIG, PIPELINE_STAGES,
+                                          TRACE_CONFIG, accelsim_options, read_accelsim_config,
+                                          read_options, sub_core_model, write_accelsim_config)
 
 
 @pytest.mark.parametrize("name", preset_names())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simfront.stats import accelsim as acs
+from simfront.sim.accelsim import parse as acs
 
 from conftest import ACCELSIM_DATA, SCAN_STEP
 

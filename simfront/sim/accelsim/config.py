@@ -32,13 +32,16 @@ import json
 import math
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from simfront.atomic import write_text
 from simfront.errors import ConfigError
 from simfront.gpu.gpu import GPU
 from simfront.gpu.memory import L2_SET_HASHES, PARTITION_INDEXING
 from simfront.gpu.sm import TensorPipe
+from simfront.gpu.units import Size
+from simfront.gpu.validate import validate_description
+from simfront.sim.accelsim.checks import PIPELINE_STAGES, SECTOR_SIZE, validate_accelsim_options
 
 GPGPUSIM_CONFIG = "gpgpusim.config"
 TRACE_CONFIG = "trace.config"
@@ -54,10 +57,6 @@ EXTRA_PATHS = (
     "dram.capacity", "dram.stacks", "dram.channels_per_stack",
 )
 
-# Order of -gpgpu_pipeline_widths.
-PIPELINE_STAGES = ("ID_OC_SP", "ID_OC_DP", "ID_OC_INT", "ID_OC_SFU", "ID_OC_MEM",
-                   "OC_EX_SP", "OC_EX_DP", "OC_EX_INT", "OC_EX_SFU", "OC_EX_MEM", "EX_WB",
-                   "ID_OC_TENSOR_CORE", "OC_EX_TENSOR_CORE")
 # Accel-Sim's specialized units by number (fixed by its opcode maps).
 SPEC_UNITS = {1: ("BRA", "cbu"), 2: ("TEX", None), 3: ("TENSOR", "tensor"),
               4: ("UDP", "uniform")}
@@ -395,9 +394,7 @@ def write_accelsim_config(gpu: GPU, out_dir: "str | Path", *,
                           pipes_used: "set[str] | None" = None) -> dict[str, Path]:
     """Validate ``gpu`` for Accel-Sim and write its three files into ``out_dir``.
     Returns {'gpgpusim': path, 'trace': path, 'icnt': path}."""
-    from simfront.gpu.validate import validate
-
-    validate(gpu, accelsim=True, pipes_used=pipes_used)
+    validate_for_accelsim(gpu, pipes_used)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     header = (f"# Accel-Sim 1.x configuration of GPU '{gpu.name}', written by simfront from "
@@ -419,6 +416,23 @@ def write_accelsim_config(gpu: GPU, out_dir: "str | Path", *,
     write_text(paths["trace"], trace_body)
     write_text(paths["icnt"], icnt_text(gpu))
     return paths
+
+
+def validate_for_accelsim(gpu: GPU, pipes_used: "Iterable[str] | None" = None) -> None:
+    """Raise ConfigError (naming the field or option and the rule) if ``gpu`` is not a
+    usable description or if Accel-Sim 1.x would reject or crash on the configuration
+    written from it (raw options included). ``pipes_used``: the team pipe names a trace
+    uses (e.g. from the trace stats), to reject zero-unit kinds."""
+    pipes = set(pipes_used or ())
+    validate_description(gpu, pipes)
+    sm = gpu.sm
+    if sm.pipes.fp16 != sm.pipes.fp32:
+        raise ConfigError("Accel-Sim 1.x runs FP16 instructions (HADD2/HFMA2) on the SP units, "
+                          "so the fp16 pipe must equal the fp32 pipe", field="sm.pipes.fp16")
+    if gpu.l2.sector != Size(SECTOR_SIZE) or sm.l1.sector != Size(SECTOR_SIZE):
+        raise ConfigError(f"Accel-Sim's sector caches use {SECTOR_SIZE} B sectors",
+                          field="l2.sector")
+    validate_accelsim_options(accelsim_options(gpu), pipes)
 
 
 def _quote(v: str) -> str:
