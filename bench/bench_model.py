@@ -17,6 +17,8 @@ compilation excluded (one warm-up run first), against Accel-Sim's own reported s
 time for the same kernel (``../shared/data/accelsim/selective_scan_fwd/baseline``).
 
 Run: ``python bench/bench_model.py [--fit]``; updates its section of bench/RESULTS.md.
+``--persistent``: only the persistent-GEMM what-if (the cuBLAS sm90 GEMMs of a paper-size
+step on 96/64/32 SMs against the shipped green-context timelines), its own section.
 """
 
 from __future__ import annotations
@@ -139,8 +141,72 @@ def update_results(text: str) -> None:
     update_section(SECTION, text)
 
 
+PERSISTENT_SECTION = "## Timing model: persistent GEMMs on fewer SMs (bench/bench_model.py --persistent)"
+PERSISTENT_SET = "mamba2_lm-paper"
+
+
+def persistent_gemms() -> list[str]:
+    """The cuBLAS sm90 GEMMs of a paper-size step on 96/64/32 SMs: model ratio (time at N
+    SMs over time at 132) before the persistent-grid rule (``persistent_kernels`` empty,
+    ceil(B/S) blocks one after another) and after, against the H100's
+    green-context timelines shipped beside the trace set (held out: nothing was fitted)."""
+    from simfront.analysis.categories import short_name
+    from simfront.analysis.whatif import pair_timeline, read_condition
+    from simfront.gpu.variants import with_variants
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.stats.matching import launch_key
+    from simfront.traces.reader import TraceSet
+
+    tdir = repo_dir("traces") / PERSISTENT_SET
+    kernels = list(TraceSet(tdir).kernels())
+    keys = [launch_key(k.header.name, k.header.grid, k.header.block) for k in kernels]
+    base_hw = read_condition(tdir, "h100-all")
+    pairing = pair_timeline(keys, base_hw)
+    gemms = [(i, j) for i, j in pairing.exact if kernels[i].header.name.startswith("nvjet_sm90_")]
+    h100 = load_gpu("h100")
+    old = DEFAULT_PARAMS.with_(persistent_kernels=())
+    rows = []
+    base = {}
+    for i, _ in gemms:
+        for tag, p in (("before", old), ("after", DEFAULT_PARAMS)):
+            base[i, tag] = simulate_kernel(kernels[i], h100, params=p)["time_us"]
+    for sms in (96, 64, 32):
+        hw = read_condition(tdir, f"h100-sms{sms}")
+        g = with_variants(h100, sm_count=sms)
+        for i, j in gemms:
+            r = {"sms": sms, "kernel": short_name(kernels[i].header.name),
+                 "hw": float(hw.duration_s.iloc[j] / base_hw.duration_s.iloc[j]),
+                 "hw_s": float(base_hw.duration_s.iloc[j])}
+            for tag, p in (("before", old), ("after", DEFAULT_PARAMS)):
+                r[tag] = simulate_kernel(kernels[i], g, params=p)["time_us"] / base[i, tag]
+            rows.append(r)
+        print(f"persistent GEMMs at {sms} SMs done", flush=True)
+    df = pd.DataFrame(rows)
+    lines = [PERSISTENT_SECTION, "",
+             f"- {time.strftime('%Y-%m-%d', time.gmtime())}, CPU machine. `{PERSISTENT_SET}`'s "
+             f"{len(gemms)} cuBLAS sm90 GEMM launches (`nvjet_sm90_*`, persistent, grid <= 132) "
+             "paired with the H100 green-context timelines beside the set (`whatif/`); ratio = "
+             "kernel time at N SMs over the time on all 132. Model before: ceil(B/S) blocks one "
+             "after another; after: the grid's work over its resident workers "
+             "(docs/model.md, *Persistent grids*). Nothing fitted: held out.", "",
+             "| SMs | hardware ratio (time-weighted) | model before | model after | "
+             "per-launch MAPE before | after |", "|---|---|---|---|---|---|"]
+    for sms, d in df.groupby("sms", sort=False):
+        w = d.hw_s / d.hw_s.sum()
+        lines.append(f"| {sms} | {(w * d.hw).sum():.3f} | {(w * d.before).sum():.3f} | "
+                     f"{(w * d.after).sum():.3f} | {mape(d.hw, d.before):.1%} | "
+                     f"{mape(d.hw, d.after):.1%} |")
+    lines.append("")
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--persistent" in argv:
+        text = "\n".join(persistent_gemms())
+        update_section(PERSISTENT_SECTION, text)
+        return 0
     gpu = load_gpu("h100")
     pd.set_option("display.width", 200)
     lines = [SECTION, "",
@@ -169,16 +235,18 @@ def main(argv: list[str] | None = None) -> int:
         summary.append((name, role, len(df), len(ncu), mape(df.ncu_cycles, df.model_cycles),
                         pearson(df.model_cycles, df.ncu_cycles),
                         float(np.median(np.abs(df.error))), float(np.max(np.abs(df.error))),
+                        float(df.model_cycles.sum() / df.ncu_cycles.sum()),
                         unpaired, skipped))
     lines += ["| trace set | role | launches compared | ncu rows | MAPE | Pearson r | "
-              "median abs err | max abs err |", "|---|---|---|---|---|---|---|---|"]
-    for name, role, n, nn, m, r, med, mx, unpaired, skipped in summary:
+              "median abs err | max abs err | summed model / ncu |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, role, n, nn, m, r, med, mx, step, unpaired, skipped in summary:
         lines.append(f"| {name} | {role} | {n} | {nn} | {m:.1%} | {r:.4f} | {med:.1%} | "
-                     f"{mx:.1%} |")
+                     f"{mx:.1%} | {step:.3f} |")
     if all_frames:
         allf = pd.concat(all_frames)
         lines.append(f"| all | | {len(allf)} | | {mape(allf.ncu_cycles, allf.model_cycles):.1%}"
-                     f" | {pearson(allf.model_cycles, allf.ncu_cycles):.4f} | | |")
+                     f" | {pearson(allf.model_cycles, allf.ncu_cycles):.4f} | | | |")
     lines.append("")
     if all_frames:
         d = allf.dropna(subset=["ncu_l2_hit"])
@@ -196,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             "constant fetches, or lines ncu does not invalidate).")
         lines.append("- Limiter the model names: " + ", ".join(
             f"{b} {c}" for b, c in allf.bound.value_counts().items()) + ".")
-    for name, role, n, nn, m, r, med, mx, unpaired, skipped in summary:
+    for name, role, n, nn, m, r, med, mx, step, unpaired, skipped in summary:
         if unpaired:
             lines.append(f"- {name}: trace launches with no ncu record of the same name, grid "
                          f"and block (the two runs chose other launch shapes): "

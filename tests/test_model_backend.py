@@ -207,3 +207,62 @@ def test_the_shipped_census_is_what_the_model_counts():
         census / (k.instruction_count() * total / traced))
     for c in rec:
         assert is_known_column(c), c
+
+
+def test_a_persistent_gemm_on_fewer_sms_follows_its_work_not_its_blocks():
+    """The shipped persistent cuBLAS sm90 GEMM (grid 132, one block per SM, dynamic tile
+    scheduler): on 64 SMs its 132 workers cannot all be resident, and those that start late
+    find no tiles left, so its time grows with the work per SM (132/64 = 2.06x; H100 green
+    contexts measured 1.85-2.07x on this step's GEMMs), not with the ceil(132/64) = 3 blocks
+    SM 0 would run one after another (3x, the model before)."""
+    from simfront.gpu import load_gpu
+    from simfront.gpu.variants import with_variants
+    from simfront.paths import repo_dir
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import KernelTrace
+
+    k = KernelTrace(repo_dir("traces").joinpath(*PERSISTENT_GEMM))
+    assert k.header.name.startswith("nvjet_sm90_")
+    assert k.header.grid[0] * k.header.grid[1] * k.header.grid[2] == 132
+    h100 = load_gpu("h100")
+    full = simulate_kernel(k, h100, cache=False)
+    assert full["sim_persistent"] and full["sim_blocks_per_sm"] == 1
+    ratios = {}
+    for sms in (96, 64, 32):
+        rec = simulate_kernel(k, with_variants(h100, sm_count=sms), cache=False)
+        assert rec["sim_persistent"]
+        # one round of resident workers is simulated, stretched by the work per worker
+        assert rec["sim_timed_blocks"] == 1
+        assert rec["sim_work_scale"] == pytest.approx(full["sim_work_scale"] * 132 / sms)
+        ratios[sms] = (rec["cycles"] - rec["sim_launch_cycles"]) / (
+            full["cycles"] - full["sim_launch_cycles"])
+    # SM 0's share of the bandwidth grows as SMs go, so a tile can run a little faster
+    for sms, r in ratios.items():
+        assert 0.85 * 132 / sms <= r <= 1.02 * 132 / sms, (sms, r)
+    assert ratios[64] < 0.8 * 3
+
+
+def test_triton_ssd_kernels_are_not_persistent():
+    """Triton SSD kernels of the same set keep one block per slot and their waves: the
+    fixed-work _chunk_state_fwd (768 blocks, 3 per SM: 2 waves on 132 SMs, 4 on 64) and the
+    triangular _chunk_scan_bwd_dcb, whose traced blocks do less than the average block (a
+    census off N/T, as for the GEMMs) though its schedule is fixed."""
+    from simfront.gpu import load_gpu
+    from simfront.gpu.variants import with_variants
+    from simfront.paths import repo_dir
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import KernelTrace
+
+    d = repo_dir("traces") / "mamba2_lm-paper"
+    k = KernelTrace(d / "kernel-53390.traceg.xz")
+    assert k.header.census_warp_instructions is not None
+    for sms, blocks in ((132, 6), (64, 12)):
+        rec = simulate_kernel(k, with_variants(load_gpu("h100"), sm_count=sms), cache=False)
+        assert not rec["sim_persistent"]
+        assert rec["sim_work_scale"] == pytest.approx(1.0, abs=0.01)
+        assert rec["sim_timed_blocks"] == blocks
+    tri = KernelTrace(d / "kernel-53460.traceg.xz")
+    rec = simulate_kernel(tri, load_gpu("h100"), cache=False)
+    assert not rec["sim_persistent"]
+    assert abs(rec["sim_work_scale"] - 1.0) > 0.05
+    assert rec["sim_timed_blocks"] == -(-4096 // 132)

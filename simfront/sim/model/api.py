@@ -20,7 +20,7 @@ _prepared: OrderedDict = OrderedDict()
 def _prepared_kernel(kernel, gpu, launch, params):
     st = kernel.path.stat()
     key = (str(kernel.path.resolve()), st.st_size, st.st_mtime_ns, cache_key(gpu),
-           tuple(sorted((launch or {}).items())))
+           tuple(sorted((launch or {}).items())), params)
     prep = _prepared.get(key)
     if prep is None:
         prep = prepare_kernel(kernel, gpu, launch, params)

@@ -103,6 +103,7 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         "sim_flops": run.prep.flops,
         "sim_sample_scale": run.prep.sample_scale,
         "sim_work_scale": run.prep.work_scale,
+        "sim_persistent": run.prep.persistent,
     })
     return rec
 

@@ -34,6 +34,9 @@ class ModelParams:
     icache_miss_dram_share: float = 0.5
     #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
     dram_efficiency: float = 0.9
+    #: Kernel-name prefixes of persistent grids with a dynamic tile scheduler: cuBLAS's
+    #: sm90 GEMMs launch one block per SM (grid 132 on the H100) whatever the problem size.
+    persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)
 
     def with_(self, **changes) -> "ModelParams":
         return replace(self, **changes)

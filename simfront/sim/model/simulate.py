@@ -154,8 +154,11 @@ class Prepared:
     #: what the trace's counts were multiplied by to stand for the whole grid (1: unsampled)
     sample_scale: float = 1.0
     #: what SM 0's simulated time is multiplied by: the work of an average block over that
-    #: of the traced blocks (1 without a census; see prepare_kernel)
+    #: of the traced blocks (1 without a census; see prepare_kernel), times the spread of a
+    #: persistent grid's work over its resident workers
     work_scale: float = 1.0
+    #: a persistent grid: its work is handed out at run time (see is_persistent)
+    persistent: bool = False
 
 
 def cache_key(gpu) -> tuple:
@@ -271,13 +274,48 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     key = (tb_t * W + warp_t)[order]
     n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
     warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
+    persistent = is_persistent(header.name, params)
+    if persistent:
+        # Work follows tiles, not blocks: the grid's blocks are workers that take tiles
+        # until none are left, so SM 0 runs one round of resident workers and its time
+        # grows with the grid's work over the workers the GPU holds at once.
+        resident = min(sm0_blocks, occ.blocks_per_sm)
+        work_scale *= persistent_spread(B, S, occ.blocks_per_sm)
+        sm0_blocks = resident
+        cols, warp_off, n_timed_blocks = _first_blocks(cols, warp_off, n_timed_blocks, W,
+                                                       resident)
     if sampled and 0 < n_timed_blocks < sm0_blocks:
         cols, warp_off = _repeat_blocks(cols, warp_off, n_timed_blocks, W, sm0_blocks)
         n_timed_blocks = sm0_blocks
     return Prepared(ln, occ, S, active, n_blocks_trace, n_instr, n_thread, pipe_counts, flops,
                     totals, table, cols, warp_off, n_timed_blocks,
                     time.perf_counter() - t0, cache_key(gpu),
-                    sample_scale=scale, work_scale=work_scale)
+                    sample_scale=scale, work_scale=work_scale, persistent=persistent)
+
+
+def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:
+    """Whether a kernel is a persistent grid with a dynamic tile scheduler: a library family
+    known to launch one worker per SM (the cuBLAS sm90 ``nvjet_*`` GEMMs). A census that
+    differs from N/T times the traced work does not tell: the triangular Triton SSD
+    kernels' blocks do unequal work with a fixed schedule."""
+    return name.startswith(params.persistent_kernels)
+
+
+def persistent_spread(n_blocks: int, sm_count: int, blocks_per_sm: int) -> float:
+    """How many average blocks' work each resident worker of a persistent grid does: the
+    grid's work (``n_blocks`` average blocks) over the workers resident at once. 1 when
+    every block is resident (the launcher sized the grid to the GPU it ran on); blocks that
+    start later find no tiles left."""
+    workers = min(n_blocks, sm_count * blocks_per_sm)
+    return n_blocks / workers
+
+
+def _first_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int):
+    """SM 0's rows cut to its first ``n_want`` blocks."""
+    n = min(n_have, n_want)
+    rows = int(warp_off[n * W])
+    return ({k: np.ascontiguousarray(v[:rows]) for k, v in cols.items()},
+            np.ascontiguousarray(warp_off[: n * W + 1]), n)
 
 
 def _repeat_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int):
