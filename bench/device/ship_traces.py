@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from simfront.capture.driver import RunRecord, Step, match_profile, register  # noqa: E402
-from simfront.capture.launches import read_sidecar, window_launches  # noqa: E402
+from simfront.capture.launches import read_sidecar, traced_launches  # noqa: E402
 from simfront.capture.tracers import Sampling, Tracer, Window  # noqa: E402
 from simfront.capture.validate import validate_trace_set  # noqa: E402
 
@@ -30,7 +30,17 @@ SETS = (("mamba2_tiny", "mamba2_lm", "tiny", Sampling(1, 32)),
         ("mambavision_tiny", "mambavision", "tiny", Sampling()),
         ("graphmamba_tiny", "graphmamba", "tiny", Sampling()),
         ("mamba2_paper", "mamba2_lm", "paper", Sampling(1, 8)),
-        ("mamba1_paper", "mamba1_lm", "paper", Sampling(1, 8)))
+        ("mamba1_paper", "mamba1_lm", "paper", Sampling(1, 8)),
+        # deduplicated captures (tracer 1.2, SIMFRONT_DEDUP=1): the published 130M size,
+        # the paper steps again (dedup against the full sets) and along sequence length
+        ("mamba2_130m", "mamba2_lm", "130m", Sampling(1, 8)),
+        ("mamba1_130m", "mamba1_lm", "130m", Sampling(1, 8)),
+        ("mamba2_paper_dedup", "mamba2_lm", "paper", Sampling(1, 8), (), "mamba2_lm-paper-dedup"),
+        ("mamba1_paper_dedup", "mamba1_lm", "paper", Sampling(1, 8), (), "mamba1_lm-paper-dedup"),
+        ("mamba2_paper_L512", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=512", "batch=16"),
+         "mamba2_lm-paper-L512"),
+        ("mamba2_paper_L8192", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=8192", "batch=1"),
+         "mamba2_lm-paper-L8192"))
 MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda": "13.0"}
 
 
@@ -41,7 +51,8 @@ def ship(cap: Path, name: str, step: Step, sampling: Sampling, store: Path,
     rec = RunRecord(**{k: info["run"][k] for k in ("command", "env", "returncode", "wall_s",
                                                      "log")})
     rec.summary = json.loads((cap / "summary.json").read_text())
-    side = window_launches(read_sidecar(tdir / "launches.jsonl"))
+    # the launches with a trace file of their own (a deduplicated capture's repeats have none)
+    side = traced_launches(read_sidecar(tdir / "launches.jsonl"))
     rep = validate_trace_set(tdir, "simfront", sidecar=side)
     assert rep.ok, rep.findings
     so = Path(info["run"]["env"].get("LD_PRELOAD", "simfront_tracer.so"))
@@ -79,11 +90,12 @@ def main() -> None:
                 return p
         return None
 
-    for label, wl, preset, sampling in SETS:
+    for label, wl, preset, sampling, *rest in SETS:
+        overrides, name = (rest + [(), f"{wl}-{preset}"])[:2] if rest else ((), f"{wl}-{preset}")
         cap = args.root / f"trace_{label}"
         if cap.exists():
-            ship(cap, f"{wl}-{preset}", Step(wl, preset, 2, 1), sampling, args.store,
-                 ncu_for(label))
+            ship(cap, name, Step(wl, preset, 2, 1, overrides=tuple(overrides)), sampling,
+                 args.store, ncu_for(label))
 
 
 if __name__ == "__main__":
