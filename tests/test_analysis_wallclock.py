@@ -35,3 +35,23 @@ def test_tiny_steps_are_host_bound_and_paper_steps_are_not():
 
 def test_a_set_without_a_timeline_has_no_share(tmp_path):
     assert step_share(tmp_path) is None
+
+
+def test_a_sweeps_workloads_find_their_measured_step(tmp_path):
+    """The balance report reads each workload's busy share through the sweep file that the
+    sweep's folder keeps; a workload whose set has no timeline is left out."""
+    import json
+
+    from simfront.analysis.wallclock import sweep_step_shares
+
+    folder = tmp_path / ".sweeps" / "s"
+    folder.mkdir(parents=True)
+    (folder / "sweep.yaml").write_text(
+        "name: s\nworkloads:\n  - name: m2\n    traces: mamba2_lm-paper\n"
+        "  - name: hy\n    traces: hybrid_lm-tiny\n"
+        "gpu:\n  base: h100\n  axes:\n    tensor_vector_ratio: [16, 8]\nbackends: [model]\n")
+    (folder / "sweep.json").write_text(json.dumps({"sweep_file": str(ROOT / "experiments" / "x.yaml"),
+                                                   "name": "s"}))
+    shares = sweep_step_shares(folder / "results.h5")
+    assert set(shares) == {"m2"}
+    assert shares["m2"].busy_share == pytest.approx(step_share(ROOT / "traces" / "mamba2_lm-paper").busy_share)

@@ -98,9 +98,10 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
     if out is not None:
         from simfront.analysis.report import Report
         from simfront.analysis.studies import add_balance
+        from simfront.analysis.wallclock import sweep_step_shares
         rep = Report("Tensor:vector balance study", Path(out),
                      provenance={"sweep": str(sweep)})
-        add_balance(rep, results)
+        add_balance(rep, results, shares=sweep_step_shares(sweep))
         h, m = rep.write()
         click.echo(f"report: {h} and {m}", err=True)
 

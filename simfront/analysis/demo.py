@@ -121,7 +121,13 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
                  provenance={"sweep_file": str(sweep_file), "results": str(results),
                              "traces": [str(p) for p in sets], "backend": backend,
                              "ratios": list(ratios)})
-    add_balance_summary(rep, studies, whatif)  # the answer first
+    hw = _whatif_results(sets)
+    if whatif is None and hw:
+        from simfront.analysis.whatif import summary as whatif_summary
+        whatif = whatif_summary(hw)
+    from simfront.analysis.wallclock import step_share
+    shares = {k: v for k, v in ((p.name, step_share(p)) for p in sets) if v is not None}
+    add_balance_summary(rep, studies, whatif, shares)  # the answer first
     intro = rep.section("What this is")
     intro.text(f"The shipped trace sets ({', '.join(p.name for p in sets)}) simulated by "
                f"the built-in timing model on H100 variants whose tensor:vector ratio "
@@ -134,7 +140,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
                "experiments/mamba2_balance.yaml is the study to run on paper-size captures.")
     add_balance(rep, studies, bounds, summary=False)
     _add_hardware_correlation(rep, rec, sets)
-    _add_whatif(rep, sets)
+    _add_whatif(rep, hw)
     html_path, md_path = rep.write()
     _say(f"done in {time.time() - t0:.1f} s: {html_path}")
     return html_path, md_path
@@ -158,12 +164,23 @@ def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
         add_correlation(rep, corr, label=p.name)
 
 
-def _add_whatif(rep, sets: list[Path]) -> None:
-    """How far the model's what-ifs held on hardware, for the sets that ship timelines of
-    the same step under changed hardware (``whatif/``; simfront.analysis.whatif)."""
+def _whatif_results(sets: list[Path]) -> list:
+    """The model's what-ifs against hardware, for the sets that ship timelines of the same
+    step under changed hardware (``whatif/``; simfront.analysis.whatif)."""
+    from simfront.analysis.whatif import BASE, WHATIF_DIR, available_conditions, compare
+
+    out = []
+    for d in sets:
+        if available_conditions(d) and (d / WHATIF_DIR / f"{BASE}.json").is_file():
+            out += compare(d, progress=_say)
+    return out
+
+
+def _add_whatif(rep, results: list) -> None:
+    """The what-if panel in full (the summary holds its step ratios)."""
     from simfront.analysis.whatif import panel_section
 
-    sec = panel_section(sets, progress=_say)
+    sec = panel_section([], results=results) if results else None
     if sec is not None:
         rep.sections.append(sec)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,9 @@ from simfront.analysis.characterize import Characterization, characterize
 from simfront.analysis.correlate import Correlation
 from simfront.analysis.report import Report
 from simfront.errors import InputError
+
+if TYPE_CHECKING:
+    from simfront.analysis.wallclock import StepShare
 
 RATIO_COLUMNS = ("tensor_vector_ratio", "ratio")
 
@@ -270,9 +273,13 @@ def _lead_key(name: str) -> tuple[int, str]:
     return len(_LEAD_ORDER), low
 
 
-def balance_summary(results: dict[str, BalanceResult]) -> pd.DataFrame:
+def balance_summary(results: dict[str, BalanceResult],
+                    shares: "dict[str, StepShare] | None" = None) -> pd.DataFrame:
     """One row per workload, Mamba2 first: the knee, the speedup at 8:1 and at the best ratio,
-    and the share of baseline step time each limiter holds."""
+    and the share of baseline step time each limiter holds. With ``shares`` (the measured
+    step's wall time and busy share, :mod:`simfront.analysis.wallclock`), the GPU-busy share
+    and what the best kernel-time speedup is worth for the wall-clock step."""
+    shares = shares or {}
     rows = []
     for name in sorted(results, key=_lead_key):
         res = results[name]
@@ -288,16 +295,22 @@ def balance_summary(results: dict[str, BalanceResult]) -> pd.DataFrame:
             **{f"{lim}-limited share": float(base[f"{lim}_limited"] / base["time"])
                for lim in ("tensor", "vector", "other")},
         })
+        share = shares.get(name)
+        if share is not None:
+            rows[-1]["GPU-busy share of wall step"] = share.busy_share
+            rows[-1]["wall-clock speedup at best"] = share.wall_speedup(
+                rows[-1]["speedup at best"])
     return pd.DataFrame(rows)
 
 
 def add_balance_summary(report: Report, results: dict[str, BalanceResult],
-                        whatif: "list[dict] | None" = None) -> None:
+                        whatif: "list[dict] | None" = None,
+                        shares: "dict[str, StepShare] | None" = None) -> None:
     """The answer first: a section across workloads. ``whatif`` (rows with the keys of
     :data:`WHATIF_KEYS`, e.g. from issue 12's ``simfront.analysis.whatif``) adds how far the
     model's what-ifs held on hardware; without it the section says none were given."""
     s = report.section("Summary across workloads")
-    table = balance_summary(results)
+    table = balance_summary(results, shares)
     if len(table):
         lead = table.iloc[0]
         knee = ("no knee in the swept range" if pd.isna(lead["knee ratio"]) else
@@ -309,6 +322,12 @@ def add_balance_summary(report: Report, results: dict[str, BalanceResult],
                f"tensor-limited, {lead['vector-limited share']:.0%} vector-limited and "
                f"{lead['other-limited share']:.0%} limited by neither. Ratios are tensor FLOP "
                "per FP32 FLOP per cycle (the H100 is 16); the details of each workload follow.")
+        if "wall-clock speedup at best" in table and pd.notna(lead.get("wall-clock speedup at best")):
+            s.text(f"Those are kernel-time speedups. Measured on the H100, the GPU is busy for "
+                   f"{lead['GPU-busy share of wall step']:.0%} of {lead['workload']}'s wall-clock "
+                   f"step (the rest is the host launching kernels), so the best ratio's "
+                   f"{lead['speedup at best']:.3f}x of kernel time is "
+                   f"{lead['wall-clock speedup at best']:.3f}x of the wall-clock step.")
         s.table(table, "Per workload (shares of step time at the baseline ratio)")
     s.text("How far the model's what-ifs held on hardware for this step:")
     if whatif:
@@ -321,11 +340,12 @@ def add_balance_summary(report: Report, results: dict[str, BalanceResult],
 
 def add_balance(report: Report, results: dict[str, BalanceResult],
                 bounds: dict[str, AnalyticBound] | None = None, summary: bool = True,
-                whatif: "list[dict] | None" = None) -> None:
+                whatif: "list[dict] | None" = None,
+                shares: "dict[str, StepShare] | None" = None) -> None:
     """The balance study's sections: the summary across workloads first (unless ``summary``
     is False because the caller placed it), then each workload, Mamba2 first."""
     if summary:
-        add_balance_summary(report, results, whatif)
+        add_balance_summary(report, results, whatif, shares)
     for name in sorted(results, key=_lead_key):
         res = results[name]
         s = report.section(f"Tensor:vector balance: {name}")

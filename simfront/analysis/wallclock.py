@@ -14,6 +14,7 @@ is small, no GPU change moves the step much: the ceiling is ``1 / (1 - b)``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,3 +73,32 @@ def step_share(trace_dir: str | Path) -> StepShare | None:
     if not path.exists():
         return None
     return from_timeline(read_timeline_json(path), str(path))
+
+
+def sweep_step_shares(results_h5: str | Path) -> dict[str, StepShare]:
+    """Workload name -> measured step share, for the workloads of a sweep whose trace sets
+    ship a baseline timeline. The sweep's folder (``.sweeps/NAME/``, beside its
+    ``results.h5``) keeps the sweep file it ran; trace sets resolve as the sweep resolved
+    them. Workloads without a timeline are left out."""
+    from simfront.sweep.inputs import resolve_traces
+    from simfront.sweep.spec import load_sweep
+
+    folder = Path(results_h5).parent
+    spec_file = folder / "sweep.yaml"
+    if not spec_file.exists():
+        return {}
+    try:
+        meta = json.loads((folder / "sweep.json").read_text())
+        base = Path(meta["sweep_file"]).parent
+    except (OSError, ValueError, KeyError):
+        base = folder
+    spec = load_sweep(spec_file)
+    out: dict[str, StepShare] = {}
+    for w in spec.workloads:
+        try:
+            share = step_share(resolve_traces(w.traces, base))
+        except FileNotFoundError:
+            continue
+        if share is not None:
+            out[w.name] = share
+    return out

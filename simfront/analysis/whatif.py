@@ -474,12 +474,14 @@ def panel_frame(results: Sequence[WhatIf], worst: int = 3) -> pd.DataFrame:
 
 def panel_section(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
                   progress: Callable[[str], None] | None = None,
-                  conditions: Sequence[str] | None = None):
+                  conditions: Sequence[str] | None = None,
+                  results: Sequence[WhatIf] | None = None):
     """The report panel: how well the model's what-ifs held on hardware, for those of the
-    given trace sets that carry what-if timelines; ``None`` if none does."""
+    given trace sets that carry what-if timelines (or for ``results`` already computed);
+    ``None`` if there are none."""
     from simfront.analysis.report import Section
 
-    results = []
+    results = list(results or [])
     for d in trace_sets:
         if available_conditions(d) and (Path(d) / WHATIF_DIR / f"{BASE}.json").is_file():
             results += compare(d, conditions, cache_dir=cache_dir, progress=progress)
