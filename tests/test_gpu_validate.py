@@ -30,7 +30,12 @@ def test_l2_sets_must_suit_the_hash():
 
 def test_accelsim_only_rules_are_not_the_descriptions():
     # FP16 on its own units is a GPU one can describe; only Accel-Sim 1.x cannot run it
-    validate(_replace(h100(), "sm.pipes.fp16.lanes", 16))
+    from simfront.sim.accelsim.config import validate_for_accelsim
+
+    gpu = _replace(h100(), "sm.pipes.fp16.lanes", 16)
+    validate(gpu)   # the description's own rules accept it
+    with pytest.raises(ConfigError):
+        validate_for_accelsim(gpu)
 
 
 def test_zero_units_of_a_used_pipe_rejected(repo_root):
