@@ -295,7 +295,8 @@ def balance_summary(results: dict[str, BalanceResult],
             **{f"{lim}-limited share": float(base[f"{lim}_limited"] / base["time"])
                for lim in ("tensor", "vector", "other")},
         })
-        share = shares.get(name)
+        # studies are keyed "workload/backend" where a sweep ran several backends
+        share = shares.get(name, shares.get(name.split("/")[0]))
         if share is not None:
             rows[-1]["GPU-busy share of wall step"] = share.busy_share
             rows[-1]["wall-clock speedup at best"] = share.wall_speedup(
