@@ -332,6 +332,33 @@ class WhatIf:
         return k[k.share >= min_share].head(n)
 
 
+def _warm_one(args: tuple[str, str, str | None]) -> None:
+    trace_dir, label, cache_dir = args
+    model_records(trace_dir, condition(label).model_gpu(),
+                  Path(cache_dir) if cache_dir else None)
+
+
+def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
+               workers: int | None = None, conditions: Sequence[str] | None = None) -> int:
+    """Run the model runs that :func:`compare` will need (each set's baseline and every
+    condition with a timeline) side by side in ``workers`` processes (default: the cores),
+    so that the comparisons then read the cache. Returns how many runs there were."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    work = [(str(d), lb, str(cache_dir) if cache_dir else None) for d in trace_sets
+            for lb in dict.fromkeys([BASE, *(c for c in available_conditions(d)
+                                             if conditions is None or c in conditions)])]
+    workers = workers or os.cpu_count() or 1
+    if workers > 1 and len(work) > 1:
+        with ProcessPoolExecutor(min(workers, len(work))) as pool:
+            list(pool.map(_warm_one, work))
+    else:
+        for w in work:
+            _warm_one(w)
+    return len(work)
+
+
 def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,
             cache_dir: Path | None = None,
             progress: Callable[[str], None] | None = None) -> list[WhatIf]:
