@@ -23,18 +23,19 @@ from simfront.capture.launches import read_sidecar, traced_launches  # noqa: E40
 from simfront.capture.tracers import Sampling, Tracer, Window  # noqa: E402
 from simfront.capture.validate import validate_trace_set  # noqa: E402
 
-# capture label (bench/device/capture_suite.py), workload, preset, the CTA sampling it ran with
-SETS = (("mamba2_tiny", "mamba2_lm", "tiny", Sampling(1, 32)),
-        ("mamba1_tiny", "mamba1_lm", "tiny", Sampling(1, 32)),
-        ("hybrid_tiny", "hybrid_lm", "tiny", Sampling()),
-        ("mambavision_tiny", "mambavision", "tiny", Sampling()),
-        ("graphmamba_tiny", "graphmamba", "tiny", Sampling()),
-        ("mamba2_paper", "mamba2_lm", "paper", Sampling(1, 8)),
-        ("mamba1_paper", "mamba1_lm", "paper", Sampling(1, 8)),
+# capture label (bench/device/capture_suite.py), workload, preset, the CTA sampling it ran
+# with, workload overrides, and the trace set's name in the store
+SETS = (("mamba2_tiny", "mamba2_lm", "tiny", Sampling(1, 32), (), "mamba2_lm-tiny"),
+        ("mamba1_tiny", "mamba1_lm", "tiny", Sampling(1, 32), (), "mamba1_lm-tiny"),
+        ("hybrid_tiny", "hybrid_lm", "tiny", Sampling(), (), "hybrid_lm-tiny"),
+        ("mambavision_tiny", "mambavision", "tiny", Sampling(), (), "mambavision-tiny"),
+        ("graphmamba_tiny", "graphmamba", "tiny", Sampling(), (), "graphmamba-tiny"),
+        ("mamba2_paper", "mamba2_lm", "paper", Sampling(1, 8), (), "mamba2_lm-paper"),
+        ("mamba1_paper", "mamba1_lm", "paper", Sampling(1, 8), (), "mamba1_lm-paper"),
         # deduplicated captures (tracer 1.2, SIMFRONT_DEDUP=1): the published 130M size,
         # the paper steps again (dedup against the full sets) and along sequence length
-        ("mamba2_130m", "mamba2_lm", "130m", Sampling(1, 8)),
-        ("mamba1_130m", "mamba1_lm", "130m", Sampling(1, 8)),
+        ("mamba2_130m", "mamba2_lm", "130m", Sampling(1, 8), (), "mamba2_lm-130m"),
+        ("mamba1_130m", "mamba1_lm", "130m", Sampling(1, 8), (), "mamba1_lm-130m"),
         ("mamba2_paper_dedup", "mamba2_lm", "paper", Sampling(1, 8), (), "mamba2_lm-paper-dedup"),
         ("mamba1_paper_dedup", "mamba1_lm", "paper", Sampling(1, 8), (), "mamba1_lm-paper-dedup"),
         ("mamba2_paper_L512", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=512", "batch=16"),
@@ -90,12 +91,11 @@ def main() -> None:
                 return p
         return None
 
-    for label, wl, preset, sampling, *rest in SETS:
-        overrides, name = (rest + [(), f"{wl}-{preset}"])[:2] if rest else ((), f"{wl}-{preset}")
+    for label, wl, preset, sampling, overrides, name in SETS:
         cap = args.root / f"trace_{label}"
         if cap.exists():
-            ship(cap, name, Step(wl, preset, 2, 1, overrides=tuple(overrides)), sampling,
-                 args.store, ncu_for(label))
+            ship(cap, name, Step(wl, preset, 2, 1, overrides=overrides), sampling, args.store,
+                 ncu_for(label))
 
 
 if __name__ == "__main__":
