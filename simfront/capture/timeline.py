@@ -59,7 +59,10 @@ class TimelineSummary:
     busy_ms: float                     # union of kernel intervals: the GPU doing anything
     span_ms: float                     # first kernel start to last kernel end
     step_ms: float | None              # host wall time of the step, device synchronised
-    busy_share: float | None           # busy_ms / step_ms
+    # busy_ms / step_ms: of the profiled iteration, which CUPTI slows on the host side; the
+    # wall-clock share of an untimed step is simfront.analysis.wallclock's (extra's
+    # untimed_step_ms)
+    busy_share: float | None
     extra: dict[str, Any] = field(default_factory=dict)
     format: int = TIMELINE_FORMAT
 
