@@ -279,6 +279,40 @@ for _L, _B in ((512, 16), (1024, 8), (4096, 2), (8192, 1)):
                                          "skipped": f"{budget_left():.0f} s left"}))
 
 
+# ncu on one launch of each launch configuration (function, grid, block, shared memory) of
+# the window: a model-size step repeats the same few hundred configurations across its
+# layers, and ncu's per-launch cost (~0.45 s with the core metrics) over all 2068 launches
+# of the 130M step did not fit a device call. Each record then stands for every launch of
+# its configuration (simfront.analysis.ncu_configs pairs them back to the trace).
+PER_CONFIG = ("--filter-mode", "per-launch-config", "--launch-count", "1")
+
+
+def job_profile_per_config(label: str, step: Step, trace_label: str | None = None) -> None:
+    left = budget_left()
+    if left < 90:
+        emit({"job": "profile", "label": label, "skipped": f"{left:.0f} s left"})
+        return
+    job_profile(f"{label}_pc", step, trace_label, "core", timeout=min(300, left - 15),
+                extra_args=PER_CONFIG)
+
+
+JOBS.update({
+    "pc_m2_130m": lambda: job_profile_per_config("mamba2_130m", scale_step("mamba2_lm", "130m")),
+    "pc_m1_130m": lambda: job_profile_per_config("mamba1_130m", scale_step("mamba1_lm", "130m")),
+    "pc_m2_370m": lambda: job_profile_per_config("mamba2_370m", scale_step("mamba2_lm", "370m")),
+})
+for _L, _B in ((512, 16), (1024, 8), (4096, 2), (8192, 1)):
+    JOBS[f"pc_L{_L}"] = (lambda L=_L, B=_B: job_profile_per_config(
+        f"mamba2_paper_L{L}", paper_point("mamba2_lm", (f"seqlen={L}", f"batch={B}")),
+        f"mamba2_paper_L{L}"))
+
+for _L, _B in ((512, 16), (1024, 8), (2048, 4), (4096, 2), (8192, 1)):
+    # the 2-layer steps' wall time and GPU-busy share, whole H100 and 64 SMs
+    JOBS[f"t2L{_L}"] = (lambda L=_L, B=_B: job_timeline(
+        f"mamba2_paper_L{L}", paper_point("mamba2_lm", (f"seqlen={L}", f"batch={B}")),
+        "all,64", min(120, budget_left())))
+
+
 def pack(max_files: int = 5, max_bytes: int = 15 << 20) -> None:
     """$OUT may bring back 8 files of 16 MiB: everything small goes into meta.tar; trace
     kernels into up to ``max_files - 1`` tars, largest files dropped (and listed) if over."""

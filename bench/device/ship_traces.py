@@ -41,7 +41,12 @@ SETS = (("mamba2_tiny", "mamba2_lm", "tiny", Sampling(1, 32), (), "mamba2_lm-tin
         ("mamba2_paper_L512", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=512", "batch=16"),
          "mamba2_lm-paper-L512"),
         ("mamba2_paper_L8192", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=8192", "batch=1"),
-         "mamba2_lm-paper-L8192"))
+         "mamba2_lm-paper-L8192"),
+        ("mamba2_paper_L1024", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=1024", "batch=8"),
+         "mamba2_lm-paper-L1024"),
+        ("mamba2_paper_L4096", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=4096", "batch=2"),
+         "mamba2_lm-paper-L4096"))
+TRACER_SHA256: str | None = None
 MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda": "13.0"}
 
 
@@ -57,7 +62,8 @@ def ship(cap: Path, name: str, step: Step, sampling: Sampling, store: Path,
     rep = validate_trace_set(tdir, "simfront", sidecar=side)
     assert rep.ok, rep.findings
     so = Path(info["run"]["env"].get("LD_PRELOAD", "simfront_tracer.so"))
-    tracer = Tracer("simfront", Path(__file__).resolve().parents[2] / ".carry/bin" / so.name)
+    tracer = Tracer("simfront", Path(__file__).resolve().parents[2] / ".carry/bin" / so.name,
+                    sha256=TRACER_SHA256)
     out_dir = cap
     if ncu is not None:
         shutil.copy2(ncu, cap / "ncu.csv")
@@ -82,7 +88,11 @@ def main() -> None:
     ap.add_argument("root", type=Path)
     ap.add_argument("--ncu-root", type=Path, action="append", default=[])
     ap.add_argument("--store", type=Path, default=Path("traces"))
+    ap.add_argument("--tracer-sha256", help="the tracer's SHA-256 as the capture call printed "
+                    "it, when the built tracer stayed on the device machine")
     args = ap.parse_args()
+    global TRACER_SHA256
+    TRACER_SHA256 = args.tracer_sha256
 
     def ncu_for(label):
         for r in args.ncu_root:

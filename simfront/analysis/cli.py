@@ -1,6 +1,7 @@
 """CLI of the analysis stage: thin wrappers over the library functions of simfront.analysis.
 
     simfront analyze characterize NCU.csv|DIR...   hardware characterization from ncu
+                                                   (DIR: *.ncu.csv, or a trace set's ncu-configs.csv)
     simfront analyze balance SWEEP.h5              the tensor:vector balance study
     simfront analyze correlate SWEEP.h5 NCU.csv    simulated against measured cycles
     simfront analyze threeway SWEEP.h5...          model vs Accel-Sim vs H100, what-ifs
@@ -30,7 +31,8 @@ def analyze() -> None:
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of tables.")
 def characterize_cmd(inputs: tuple[Path, ...], as_json: bool) -> None:
-    """Characterize training steps from ncu CSVs (files or directories of *.ncu.csv)."""
+    """Characterize training steps from ncu CSVs (files or directories of *.ncu.csv), or
+    trace sets profiled one launch per configuration (ncu-configs.csv beside the traces)."""
     from simfront.analysis.studies import characterize_ncu
 
     chars = characterize_ncu(list(inputs))

@@ -30,16 +30,27 @@ RATIO_COLUMNS = ("tensor_vector_ratio", "ratio")
 
 def characterize_ncu(paths: list[Path]) -> list[Characterization]:
     """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``, compressed
-    ones too)."""
+    ones too; a trace set with a per-configuration profile, ``ncu-configs.csv``, means
+    that profile laid over every launch of its window)."""
     from simfront.stats.ncu import ncu_files, read_ncu_csv, workload_name
 
+    from simfront.stats.ncu_configs import expand_trace_set, find_config_profile
+
     files: list[Path] = []
+    sets: list[Path] = []
     for p in paths:
         p = Path(p)
-        files += ncu_files(p) if p.is_dir() else [p]
-    if not files:
+        if p.is_dir() and find_config_profile(p) is not None:
+            # a trace set profiled one launch per configuration: laid over its launches
+            sets.append(p)
+        else:
+            files += ncu_files(p) if p.is_dir() else [p]
+    if not files and not sets:
         raise InputError("no ncu CSV files found", paths[0] if paths else None)
     out = []
+    for d in sets:
+        name, config = _manifest_workload(d / "manifest.json")
+        out.append(characterize(expand_trace_set(d).frame, name or d.name, config))
     for f in files:
         name, config = _manifest_workload(f)
         out.append(characterize(read_ncu_csv(f), name or workload_name(f), config))

@@ -297,7 +297,8 @@ def provenance(step: Step, tracer: Tracer | None, window: Window | None,
     versions = dict(s.get("versions") or {})
     versions.update({k: v for k, v in tool_versions().items() if k not in versions})
     if tracer is not None:
-        versions["tracer"] = f"{tracer.kind} {tracer.path.name} sha256:{sha256_file(tracer.path)[:16]}"
+        digest = tracer.sha256 or sha256_file(tracer.path)
+        versions["tracer"] = f"{tracer.kind} {tracer.path.name} sha256:{digest[:16]}"
     g = gpu_info()
     return {
         "workload": {"name": step.workload, "preset": step.preset,

@@ -106,6 +106,9 @@ class Sampling:
 class Tracer:
     kind: str          # "simfront" or "accelsim"
     path: Path
+    #: the built tool's SHA-256 where it is known but the file is not here (a capture
+    #: shipped on another machine than the one that built and ran the tracer)
+    sha256: str | None = None
 
     def env(self, out_dir: Path, window: Window, sampling: Sampling,
             list_only: bool = False, compress: str = "xz",
