@@ -66,7 +66,7 @@ def _latency(opcode: str, gpu) -> int:
     return int(build_optable([opcode], gpu).latency[0])
 
 
-@pytest.mark.parametrize("label", ["ffma_ilp1_w1"])
+@pytest.mark.parametrize("label", ["ffma_ilp1_w1", "mufu_ex2_ilp1_w1", "hmma_ilp1_w1"])
 def test_one_warp_per_sm_is_timed_as_its_dependent_chain(label, launches, h100):
     # One warp on an SM: fewer warp slots than sub-partitions. The issue loop once visited
     # none of them, and the kernel came out at the launch overhead alone.
@@ -92,3 +92,41 @@ def test_one_warp_per_sub_partition_is_unchanged(launches, h100):
     chain = steps * _latency(op, h100)
     assert chain <= rec["sim_sm_cycles"] < 1.1 * chain
     assert rec["cycles"] == pytest.approx(hw, rel=0.05)
+
+
+@pytest.mark.parametrize("label", [
+    "imad_ilp8_w64",     # IMAD at half the FFMA rate (the FMA-heavy half only)
+    "hmma_ilp8_w32",     # mma.sync HMMA.16816 every 6 clocks, not the peak's 4
+    "hfma2_ilp1_w1",     # HFMA2 chains: 8 clocks a step
+    "mufu_ex2_ilp1_w4",  # MUFU chains, one warp per sub-partition: 17 clocks a step
+])
+def test_pipe_rates_and_latencies_match_the_h100(label, launches, h100):
+    _, kernel, hw = launches[label]
+    assert _model(kernel, h100)["cycles"] == pytest.approx(hw, rel=0.05)
+
+
+OPS = ("FFMA", "IMAD", "HMMA.16816.F32.BF16", "HGMMA.64x128x16.F32.BF16")
+
+
+def _initiation(gpu) -> dict[str, int]:
+    from simfront.sim.model.decode import build_optable
+
+    return dict(zip(OPS, build_optable(list(OPS), gpu).initiation.tolist()))
+
+
+@pytest.mark.parametrize("variant", [{}, {"tensor_vector_ratio": 8},
+                                     {"tensor_vector_ratio": 32},
+                                     {"tensor_vector_ratio": 8, "ratio_mode": "scale_tensor"},
+                                     {"tensor_vector_ratio": 32, "ratio_mode": "scale_tensor"}])
+def test_pipe_facts_follow_every_ratio_variant(variant, h100):
+    # The measured facts are relative (IMAD: half the FMA pipe's lanes; mma.sync: a share of
+    # the tensor peak), so a variant that scales a pipe scales them with it.
+    from simfront.gpu import with_variants
+
+    g = with_variants(h100, **variant)
+    ii = _initiation(g)
+    assert ii["IMAD"] == 2 * ii["FFMA"]
+    peak = g.sm.tensor.fma_per_clk.bf16
+    # a warpgroup MMA (per warp: 16 x 128 x 16 FMAs) at the peak, mma.sync at 2/3 of it
+    assert ii["HGMMA.64x128x16.F32.BF16"] == 16 * 128 * 16 // peak
+    assert ii["HMMA.16816.F32.BF16"] * peak == 3 * 16 * 8 * 16 // 2
