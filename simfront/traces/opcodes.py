@@ -24,13 +24,13 @@ Decisions worth knowing (they are documented in ``docs/traces.md`` too):
   Its result takes the ``fp16`` pipe's latency (``latency_pipe``): it is an FP16x2 FMA
   all the same, and in the pipe microbenchmarks' HFMA2 chains, where ptxas alternates
   ``HFMA2`` and ``HFMA2.MMA`` with real operands, every step takes ~8 clocks on the H100.
+  ``HADD2.F32`` is the FP16-to-FP32 conversion idiom (``conversion``, 0 FLOPs).
 - **Integer multiply-adds run at half the FFMA rate** (``initiation_factor`` 2): ``IMAD``,
   ``IMUL`` and ``IDP`` issue to the FMA-heavy half of the FMA pipe only (ncu's
   ``pipe_fmaheavy``; FFMA uses both halves), one warp instruction per 2 clocks per
   sub-partition on the H100 where FFMA issues every clock (pipe microbenchmarks,
   ``bench/RESULTS.md``). As a factor on the ``fp32`` pipe's interval, it follows any
   change of that pipe's lanes (the tensor:vector variants).
-  ``HADD2.F32`` is the FP16-to-FP32 conversion idiom (``conversion``, 0 FLOPs).
 - **Categories**: ``tensor``, ``fp32``, ``fp16`` (packed FP16x2/BF16x2), ``fp64``,
   ``int`` (integer arithmetic, logic, moves, predicates, shuffles), ``sfu`` (MUFU, by
   function), ``conversion``, ``memory`` (with ``mem_op`` load/store/atomic/reduction/
@@ -197,11 +197,11 @@ _CONTROL = {"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "
             "BSSY", "BSYNC", "BMOV", "BPT", "KILL", "NANOSLEEP", "YIELD", "RPCMOV", "RTT",
             "ELECT", "PREEXIT", "ENDCOLLECTIVE", "ACQBULK", "WARPGROUPSET"}
 
-# base -> pipe
 # Issued to the FMA-heavy half of the FMA pipe only: half the FFMA rate (see above).
 _FMA_HEAVY_ONLY = frozenset({"IMAD", "IMAD32I", "IMUL", "IMUL32I", "IDP", "IDP4A",
                              "IMADSP"})
 
+# base -> pipe
 _SYNC: dict[str, str] = {
     "BAR": "cbu", "WARPSYNC": "cbu", "MEMBAR": "lsu", "FENCE": "lsu", "ERRBAR": "other",
     "CGAERRBAR": "other", "DEPBAR": "other", "LDGDEPBAR": "lsu", "ARRIVES": "lsu",
