@@ -71,3 +71,22 @@ def test_non_positive_sizes_and_clocks_rejected(path, value):
     with pytest.raises(ConfigError) as exc:
         validate(_replace(h100(), path, value))
     assert exc.value.field == path
+
+
+def test_mma_sync_share_is_a_share_of_the_peak_and_stays_exact():
+    from fractions import Fraction
+
+    from simfront.gpu import GPU
+
+    for bad in (0, Fraction(3, 2)):
+        with pytest.raises(ConfigError) as exc:
+            validate(_replace(h100(), "sm.tensor.mma_sync_share", bad))
+        assert exc.value.field == "sm.tensor.mma_sync_share"
+    # written as "2/3", read back as the same fraction (a float would not round-trip)
+    data = h100().to_dict()
+    assert data["sm"]["tensor"]["mma_sync_share"] == "2/3"
+    assert GPU.from_dict(data).sm.tensor.mma_sync_share == Fraction(2, 3)
+    data["sm"]["tensor"]["mma_sync_share"] = "two thirds"
+    with pytest.raises(ConfigError) as exc:
+        GPU.from_dict(data)
+    assert exc.value.field == "sm.tensor.mma_sync_share"

@@ -14,7 +14,9 @@ import click
               help="ncu records of a workload's step (default: the trace store's ncu.csv "
                    "of each workload that has one).")
 @click.option("--base", default="h100", show_default=True,
-              help="The baseline GPU (preset or description file) the what-ifs are against.")
+              help="The baseline GPU the what-ifs are against: a preset or description "
+                   "file, or a config name as the records write it (results made under an "
+                   "earlier description, whose hash the preset no longer has).")
 @click.option("--tol", default=0.05, show_default=True,
               help="Relative difference of two what-if ratios that counts as disagreement.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
@@ -49,7 +51,10 @@ def threeway_cmd(results: tuple[Path, ...], ncu: tuple[str, ...], base: str, tol
                 continue
             if p.is_file():
                 hw[str(w)] = read_ncu_csv(p)
-    t = three_way(records, hw, config_hash(load_gpu(base)), tol)
+    named = records.loc[records["config"] == base, "config_hash"] \
+        if "config" in records else pd.Series(dtype=str)
+    base_hash = str(named.iloc[0]) if len(named) else config_hash(load_gpu(base))
+    t = three_way(records, hw, base_hash, tol)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         if len(t.errors):
             click.echo(t.errors.to_string(index=False, float_format="{:.4g}".format))

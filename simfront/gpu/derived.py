@@ -100,6 +100,10 @@ def format_derived(gpu: GPU) -> str:
             f"{k} {v}" for k, v in d.vector_flop_per_clk_sm.items()),
         f"SFU ops/clk/SM: {d.sfu_ops_per_clk_sm}; INT32 ops/clk/SM: {d.int_ops_per_clk_sm}; "
         f"FP64 FLOP/clk/SM: {d.fp64_flop_per_clk_sm}",
+        f"HMMA.16816 {gpu.sm.hmma_dtype} per tensor core: every "
+        f"{gpu.sm.tensor.mma_sync_initiation(gpu.sm.hmma_dtype)} clocks as mma.sync "
+        f"(share {gpu.sm.tensor.mma_sync_share} of the peak), "
+        f"{gpu.sm.tensor.initiation(gpu.sm.hmma_dtype)} at the peak (warpgroup MMA)",
         "peak tensor TFLOP/s at core clock: " + ", ".join(
             f"{k} {v:.1f}" for k, v in d.tensor_tflops.items()),
         "peak vector TFLOP/s at core clock: " + ", ".join(

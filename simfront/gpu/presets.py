@@ -10,11 +10,14 @@ Sources (full citations in gpu_configs/README.md):
          Microbenchmarking (arXiv:1903.07486).
   [Luo24] Luo et al.: Benchmarking and Dissecting the Nvidia Hopper GPU Architecture
          (IPDPS 2024, arXiv:2402.13499).
+  [UB]   Our pipe microbenchmarks on an H100 (bench/device/ubench.cu, traces in
+         bench/data/ubench/, table in bench/RESULTS.md, bench/bench_ubench.py).
   [EST]  Our estimate, stated as such; calibrate against [NCU] before trusting it.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,11 +51,12 @@ def h100() -> GPU:
         pipes=Pipes(
             # [WP] per SM: 128 FP32, 64 INT32, 64 FP64, 16 SFU, 32 LD/ST -> per SMSP below.
             # Latencies: 4-cycle dependent issue of FP32/INT ALU ops since Volta [Jia18][Jia19],
-            # unchanged on Hopper [Luo24]; FP64 DFMA 8 [Jia18]; MUFU ~20 [Jia19][EST].
+            # unchanged on Hopper [Luo24], FFMA and IMAD chains 4.1 [UB]; FP64 DFMA 8
+            # [Jia18]; HFMA2 chains 8.1, MUFU.EX2/RSQ chains 17.0 [UB].
             fp32=Pipe(units=1, lanes=32, latency=4),
-            fp16=Pipe(units=1, lanes=32, latency=4),   # HFMA2 on the FMA pipe, 2 per lane
+            fp16=Pipe(units=1, lanes=32, latency=8),   # HFMA2 on the FMA pipe, 2 per lane
             int=Pipe(units=1, lanes=16, latency=4),
-            sfu=Pipe(units=1, lanes=4, latency=20),
+            sfu=Pipe(units=1, lanes=4, latency=17),
             fp64=Pipe(units=1, lanes=16, latency=8),
             lsu=Pipe(units=1, lanes=8, latency=4),
             cbu=Pipe(units=1, lanes=32, latency=4),     # [EST]
@@ -64,7 +68,10 @@ def h100() -> GPU:
             # FP64 256 -> per tensor core in FMA (1 FMA = 2 FLOP):
             fma_per_clk=TensorRates(bf16=512, fp16=512, tf32=256, fp8=1024, int8=1024,
                                     fp64=32),
-            latency=32,                         # mma.sync m16n8k16 on Hopper [Luo24][EST]
+            latency=24,                         # HMMA.16816 bf16 chains 24.0 [UB]
+            # [UB] mma.sync HMMA.16816 bf16 issues once per 6 clocks per SMSP (6.2 with
+            # the ramp), 2/3 of the peak above (which HGMMA reaches)
+            mma_sync_share=Fraction(2, 3),
         ),
         l1=L1Shared(
             size=kib(256),                      # [WP] 256 KB combined L1/shared per SM

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +25,9 @@ LineLookup = Callable[[str], "int | None"]
 def to_plain(obj: Any) -> Any:
     if isinstance(obj, QUANTITY_TYPES):
         return str(obj)
+    if isinstance(obj, Fraction):
+        # "2/3" stays exact where a float would not; a whole number stays a number
+        return obj.numerator if obj.denominator == 1 else str(obj)
     if dataclasses.is_dataclass(obj):
         return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, tuple) and obj and all(isinstance(x, tuple) and len(x) == 2
@@ -96,6 +100,14 @@ def _value(tp: Any, value: Any, path: str, source: Path | None,
             raise _fail(f"expected a list, got {value!r}", path, source, lines)
         return tuple(_value(args[0], v, f"{path}[{i}]", source, lines)
                      for i, v in enumerate(value))
+    if tp is Fraction:
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            return Fraction(str(value))
+        except (ValueError, ZeroDivisionError):
+            raise _fail(f"expected a number or a fraction such as '2/3', got {value!r}",
+                        path, source, lines) from None
     if tp is bool:
         if not isinstance(value, bool):
             raise _fail(f"expected true or false, got {value!r}", path, source, lines)

@@ -9,6 +9,8 @@ for ``warp_size / lanes`` clocks (its initiation interval).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
+from math import ceil
 
 from simfront.gpu.units import Size
 
@@ -79,21 +81,44 @@ class TensorPipe:
     """Tensor cores of a sub-partition.
 
     units: tensor cores per sub-partition.
-    fma_per_clk: dense FMA (MAC) per clock per tensor core, by input type.
+    fma_per_clk: dense FMA (MAC) per clock per tensor core, by input type: the peak, which
+        Hopper's warpgroup MMAs (HGMMA, wgmma) reach.
     latency: clocks from issue of an mma.sync (HMMA m16n8k16) to its result.
+    mma_sync_share: the share of that peak a warp-level mma.sync (HMMA, IMMA, DMMA)
+        reaches. A share rather than a rate so that scaling the tensor rates (the
+        tensor:vector variants) scales mma.sync with them. 1 where the two are the same
+        (Volta to Ampere have no warpgroup MMA).
     """
 
     units: int
     fma_per_clk: TensorRates
     latency: int
+    mma_sync_share: Fraction = Fraction(1)
 
     # FMAs in one warp-level HMMA.16816 instruction (16 x 8 x 16): what Accel-Sim 1.x sees.
     HMMA_FMAS = 16 * 8 * 16
 
+    def __post_init__(self) -> None:
+        # YAML and JSON give "2/3" or 0.5; keep the exact fraction either way.
+        object.__setattr__(self, "mma_sync_share", Fraction(str(self.mma_sync_share)))
+
     def initiation(self, dtype: str = "bf16") -> int:
-        """Clocks one tensor core is busy with an HMMA.16816 of ``dtype``."""
-        rate = self.fma_per_clk.get(dtype)
-        return max(1, -(-self.HMMA_FMAS // rate)) if rate > 0 else 0
+        """Clocks one tensor core is busy with an HMMA.16816 of ``dtype`` at the peak rate
+        (Accel-Sim 1.x's one tensor interval: it mostly runs warpgroup MMAs lowered to
+        HMMA.16816, see simfront.sim.accelsim.lowering)."""
+        return self.clocks_for(self.HMMA_FMAS, dtype)
+
+    def mma_sync_initiation(self, dtype: str = "bf16") -> int:
+        """Clocks one tensor core is busy with a warp-level mma.sync HMMA.16816."""
+        return self.clocks_for(self.HMMA_FMAS, dtype, warp_level=True)
+
+    def clocks_for(self, fmas: float, dtype: str = "bf16", warp_level: bool = False) -> int:
+        """Whole clocks a tensor core is busy with ``fmas`` FMAs of ``dtype`` (0 without
+        that input type); ``warp_level``: issued as mma.sync, at ``mma_sync_share``."""
+        rate = Fraction(self.fma_per_clk.get(dtype))
+        if warp_level:
+            rate *= self.mma_sync_share
+        return max(1, ceil(Fraction(fmas) / rate)) if rate > 0 else 0
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,9 @@ def validate_description(gpu: GPU, pipes_used: "Iterable[str] | None" = None) ->
                    f"sm.tensor.fma_per_clk.{sm.hmma_dtype}")
     if sm.tensor.units and sm.tensor.latency <= 0:
         raise _err("tensor cores need a positive latency", "sm.tensor.latency")
+    if not 0 < sm.tensor.mma_sync_share <= 1:
+        raise _err(f"a share of the peak must be in (0, 1], got {sm.tensor.mma_sync_share}",
+                   "sm.tensor.mma_sync_share")
     for pipe in pipes_used or ():
         if pipe not in PIPES:
             continue

@@ -19,9 +19,18 @@ Decisions worth knowing (they are documented in ``docs/traces.md`` too):
   (control/branch/barrier), ``LDC`` to ``lsu`` (a memory access with a space and bytes).
 - **``HFMA2.MMA`` is a move idiom**: the compiler materialises constants with
   ``HFMA2.MMA Rd, -RZ, RZ, imm`` issued on the FMA-heavy half of the FP32 pipe; every
-  instance in our H100 traces reads only ``RZ``. It is classified ``int`` (data movement),
-  pipe ``fp32``, 0 FLOPs. Plain ``HFMA2`` is FP16x2 math (4 FLOPs per lane).
+  instance in our H100 workload traces reads only ``RZ``. It is classified ``int`` (data
+  movement), pipe ``fp32``, 0 FLOPs. Plain ``HFMA2`` is FP16x2 math (4 FLOPs per lane).
+  Its result takes the ``fp16`` pipe's latency (``latency_pipe``): it is an FP16x2 FMA
+  all the same, and in the pipe microbenchmarks' HFMA2 chains, where ptxas alternates
+  ``HFMA2`` and ``HFMA2.MMA`` with real operands, every step takes ~8 clocks on the H100.
   ``HADD2.F32`` is the FP16-to-FP32 conversion idiom (``conversion``, 0 FLOPs).
+- **Integer multiply-adds run at half the FFMA rate** (``initiation_factor`` 2): ``IMAD``,
+  ``IMUL`` and ``IDP`` issue to the FMA-heavy half of the FMA pipe only (ncu's
+  ``pipe_fmaheavy``; FFMA uses both halves), one warp instruction per 2 clocks per
+  sub-partition on the H100 where FFMA issues every clock (pipe microbenchmarks,
+  ``bench/RESULTS.md``). As a factor on the ``fp32`` pipe's interval, it follows any
+  change of that pipe's lanes (the tensor:vector variants).
 - **Categories**: ``tensor``, ``fp32``, ``fp16`` (packed FP16x2/BF16x2), ``fp64``,
   ``int`` (integer arithmetic, logic, moves, predicates, shuffles), ``sfu`` (MUFU, by
   function), ``conversion``, ``memory`` (with ``mem_op`` load/store/atomic/reduction/
@@ -89,6 +98,17 @@ class OpClass:
     dtype: str | None = None
     #: Tensor Memory Accelerator / bulk copy (Hopper)
     tma: bool = False
+    #: clocks a unit of the pipe is busy, in the pipe's initiation intervals (2: the
+    #: instruction can use only half of the pipe's lanes)
+    initiation_factor: int = 1
+    #: the pipe whose dependent latency the result takes, where it is not ``pipe``
+    latency_pipe: str | None = None
+
+    @property
+    def warpgroup_mma(self) -> bool:
+        """A Hopper warpgroup MMA (HGMMA...): runs at the tensor core's peak rate, where a
+        warp-level mma.sync (HMMA...) reaches the description's ``mma_sync_share`` of it."""
+        return self.base in _WARPGROUP_MMA
 
     @property
     def modifiers(self) -> tuple[str, ...]:
@@ -176,6 +196,10 @@ _TMA: dict[str, tuple[str, str]] = {
 _CONTROL = {"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "BREAK",
             "BSSY", "BSYNC", "BMOV", "BPT", "KILL", "NANOSLEEP", "YIELD", "RPCMOV", "RTT",
             "ELECT", "PREEXIT", "ENDCOLLECTIVE", "ACQBULK", "WARPGROUPSET"}
+
+# Issued to the FMA-heavy half of the FMA pipe only: half the FFMA rate (see above).
+_FMA_HEAVY_ONLY = frozenset({"IMAD", "IMAD32I", "IMUL", "IMUL32I", "IDP", "IDP4A",
+                             "IMADSP"})
 
 # base -> pipe
 _SYNC: dict[str, str] = {
@@ -271,7 +295,8 @@ def classify(opcode: str) -> OpClass:
     if base in _TENSOR:
         return _tensor(opcode, base, mods)
     if base == "HFMA2" and "MMA" in mods:
-        return OpClass(opcode, base, "int", "fp32")  # constant-materialising move idiom
+        # constant-materialising move idiom, an FP16x2 FMA in latency
+        return OpClass(opcode, base, "int", "fp32", latency_pipe="fp16")
     if base == "HADD2" and "F32" in mods:
         return OpClass(opcode, base, "conversion", "fp16")
     if base == "MUFU":
@@ -281,7 +306,8 @@ def classify(opcode: str) -> OpClass:
         category, pipe, flops = _VECTOR[base]
         if category == "conversion" and pipe == "sfu" and "F64" in mods:
             pipe = "fp64"
-        return OpClass(opcode, base, category, pipe, flops_per_lane=float(flops))
+        return OpClass(opcode, base, category, pipe, flops_per_lane=float(flops),
+                       initiation_factor=2 if base in _FMA_HEAVY_ONLY else 1)
     if base in _MEMORY:
         return _memory(opcode, base, mods, *_MEMORY[base])
     if base in _TMA:

@@ -5,10 +5,14 @@ Option names are those of Accel-Sim 1.x / GPGPU-Sim 4.x (dev branch, October 202
 value is computed here from the description, nothing is copied from a public config.
 
 Mapping of the team pipes onto Accel-Sim's units (Ampere opcode map, trace-driven mode):
-  fp32, fp16 -> SP units (FADD/FFMA/HFMA2... are SP_OP; fp16 has no unit of its own)
+  fp32, fp16 -> SP units (FADD/FFMA/HFMA2... are SP_OP; fp16 has no unit of its own,
+    and its latency no option: HFMA2 takes the SP latency in Accel-Sim)
   int -> INT units (IADD3, IMAD, LOP3 and the ALU_OP moves/conversions)
   sfu -> SFU units (MUFU);  fp64 -> DP units
-  tensor -> specialized unit 3 'TENSOR' (HMMA/IMMA/DMMA), and the generic tensor units
+  tensor -> specialized unit 3 'TENSOR' (HMMA/IMMA/DMMA), and the generic tensor units,
+    at the peak rate: the HMMA.16816 they run are mostly warpgroup MMAs lowered
+    (simfront.sim.accelsim.lowering), so native mma.sync runs faster there than on the
+    H100 (``sm.tensor.mma_sync_share``, which the built-in model uses)
   cbu -> specialized unit 1 'BRA';  uniform -> specialized unit 4 'UDP'
   lsu -> the load/store unit (one per SM in GPGPU-Sim; its timing comes from L1/shared)
   texture ('other') -> specialized unit 2 'TEX' at the L1 latency.
@@ -20,7 +24,8 @@ sub-core model off (shared slots, dual issue): in the sub-core model unit k is o
 from OC_EX slot k, which only scheduler k's collectors fill, so extra units never run.
 
 Round trip: fields Accel-Sim has no option for (name, FP16 and LSU pipes, tensor rates of
-other input types, DRAM kind, capacity and stacks, sector sizes) travel in one
+other input types, the mma.sync share of the tensor peak, DRAM kind, capacity and stacks,
+sector sizes) travel in one
 ``# simfront-extra:`` comment line; options given as ``raw`` go after a
 ``# simfront-raw`` marker and, GPGPU-Sim reading options in order, override what comes
 before.
@@ -53,7 +58,7 @@ RAW_MARK = "# simfront-raw"
 # Fields with no Accel-Sim option: carried in the extra line.
 EXTRA_PATHS = (
     "name", "sm.registers.max_per_thread", "sm.pipes.fp16", "sm.pipes.lsu",
-    "sm.tensor.fma_per_clk", "sm.hmma_dtype", "sm.l1.sector", "l2.sector", "dram.kind",
+    "sm.tensor.fma_per_clk", "sm.tensor.mma_sync_share", "sm.hmma_dtype", "sm.l1.sector", "l2.sector", "dram.kind",
     "dram.capacity", "dram.stacks", "dram.channels_per_stack",
 )
 
@@ -426,9 +431,14 @@ def validate_for_accelsim(gpu: GPU, pipes_used: "Iterable[str] | None" = None) -
     pipes = set(pipes_used or ())
     validate_description(gpu, pipes)
     sm = gpu.sm
-    if sm.pipes.fp16 != sm.pipes.fp32:
+    fp16, fp32 = sm.pipes.fp16, sm.pipes.fp32
+    # The units and lanes must match; the latency need not: Accel-Sim has one latency per
+    # unit class, so HFMA2 takes the SP latency there (the H100's HFMA2 chains take 8
+    # clocks, FFMA chains 4; the fp16 latency travels in the extra line).
+    if (fp16.units, fp16.lanes) != (fp32.units, fp32.lanes):
         raise ConfigError("Accel-Sim 1.x runs FP16 instructions (HADD2/HFMA2) on the SP units, "
-                          "so the fp16 pipe must equal the fp32 pipe", field="sm.pipes.fp16")
+                          "so the fp16 pipe must have the fp32 pipe's units and lanes",
+                          field="sm.pipes.fp16")
     if gpu.l2.sector != Size(SECTOR_SIZE) or sm.l1.sector != Size(SECTOR_SIZE):
         raise ConfigError(f"Accel-Sim's sector caches use {SECTOR_SIZE} B sectors",
                           field="l2.sector")
@@ -618,7 +628,10 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
                     "uniform": {k: spec[4][k] for k in ("units", "lanes", "latency")},
                 },
                 "tensor": {"units": spec[3]["units"], "fma_per_clk": tensor_rates,
-                           "latency": spec[3]["latency"]},
+                           "latency": spec[3]["latency"],
+                           "mma_sync_share": (extra or {}).get(
+                               "sm.tensor.mma_sync_share",
+                               sm["tensor"].get("mma_sync_share", 1))},
                 "l1": {
                     "size": unified_kb * 1024,
                     "shared_carveouts": [int(x) * 1024 for x in

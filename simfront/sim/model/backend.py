@@ -15,7 +15,7 @@ from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 
 #: Bump when the model's numbers change for the same inputs.
-MODEL_VERSION = "model-1.2"
+MODEL_VERSION = "model-1.3"
 RESULT_NAME = "result.json"
 
 

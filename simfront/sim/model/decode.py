@@ -134,16 +134,20 @@ def build_optable(opcodes: list[str], gpu) -> OpTable:
         p = PIPE_INDEX.get(oc.pipe, PIPE_INDEX["other"])
         pipe[i] = p
         kind[i] = _kind(oc)
-        latency[i] = lat[p]
-        initiation[i] = ii[p]
+        latency[i] = lat[PIPE_INDEX.get(oc.latency_pipe, p)]
+        initiation[i] = ii[p] * oc.initiation_factor
         fl[i] = oc.flops_per_lane
         fw[i] = oc.flops_per_warp
         if oc.category == "tensor":
-            # The tensor initiation interval is for one HMMA.16816 of the description's
-            # input type; other shapes and types scale with their FLOPs and rate.
-            rate = sm.tensor.fma_per_clk.get(_tensor_dtype(oc.dtype)) or sm.tensor.fma_per_clk.bf16
+            # Clocks from the instruction's FMAs at the description's rate for its input
+            # type (bf16 where the description has none): the peak for a warpgroup MMA,
+            # the mma.sync share of it for a warp-level one.
+            dtype = _tensor_dtype(oc.dtype)
+            if not sm.tensor.fma_per_clk.get(dtype):
+                dtype = "bf16"
             fmas = (oc.flops_per_warp or hmma_flops) / 2.0
-            initiation[i] = max(1, int(np.ceil(fmas / max(1, rate))))
+            initiation[i] = max(1, sm.tensor.clocks_for(fmas, dtype,
+                                                        warp_level=not oc.warpgroup_mma))
             span[i] = 4
         elif oc.base in ("DADD", "DMUL", "DFMA", "DMNMX") or ".WIDE" in op or op.endswith(".64"):
             span[i] = 2

@@ -154,7 +154,10 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
             best_t[sp] = _INF
             best_r[sp] = R_IDLE
             # Greedy: the last issued warp first, then the others in slot (age) order.
-            for kk in range(S // P + 1):
+            # Sub-partition sp holds slots sp, sp + P, ...: ceil((S - sp) / P) of them, so
+            # the count is rounded up (rounding down skipped the last slots, and with fewer
+            # slots than sub-partitions every slot: a 1-warp-per-SM kernel never issued).
+            for kk in range(-(-S // P) + 1):
                 if n_iss[sp] >= issue_width:
                     break
                 if kk == 0:
