@@ -25,7 +25,7 @@ def built(tmp_path_factory) -> Path:
     if not shutil.which("nvcc") or not shutil.which("g++"):
         pytest.skip("nvcc and g++ are needed to build the tracer")
     out = tmp_path_factory.mktemp("tracer")
-    subprocess.run(["make", "-C", str(BUILD_DIR.parent), f"NVBIT_DIR={nvbit}", f"OUT={out}"],
+    subprocess.run(["make", "-C", str(BUILD_DIR.parent), f"NVBIT_DIR={nvbit}", f"BUILD_DIR={out}"],
                    check=True, capture_output=True)
     return out
 

@@ -284,16 +284,17 @@ for _L, _B in ((512, 16), (1024, 8), (4096, 2), (8192, 1)):
 # layers, and ncu's per-launch cost (~0.45 s with the core metrics) over all 2068 launches
 # of the 130M step did not fit a device call. Each record then stands for every launch of
 # its configuration (simfront.analysis.ncu_configs pairs them back to the trace).
-PER_CONFIG = ("--filter-mode", "per-launch-config", "--launch-count", "1")
-
 
 def job_profile_per_config(label: str, step: Step, trace_label: str | None = None) -> None:
     left = budget_left()
     if left < 90:
         emit({"job": "profile", "label": label, "skipped": f"{left:.0f} s left"})
         return
+    from simfront.capture.driver import PER_CONFIG_ARGS
+
+    # run as profile(per_config=True) does, with the file named as job_profile names it
     job_profile(f"{label}_pc", step, trace_label, "core", timeout=min(300, left - 15),
-                extra_args=PER_CONFIG)
+                extra_args=PER_CONFIG_ARGS)
 
 
 JOBS.update({

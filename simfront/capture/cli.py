@@ -78,11 +78,15 @@ def trace_cmd(workload, preset, iterations, window_iteration, sets, script_args,
               help="A capture or stored set of the same step to match launch by launch.")
 @click.option("--ncu", default="ncu", show_default=True)
 @click.option("--timeout", default=1800.0, show_default=True)
+@click.option("--per-config", is_flag=True,
+              help="One launch per launch configuration (ncu-configs.csv): model-size steps.")
 def profile_cmd(workload, preset, iterations, window_iteration, sets, script_args, out, metrics,
-                trace_dir, ncu, timeout):
-    """Profile WORKLOAD's windowed iteration under ncu (one row per launch)."""
+                trace_dir, ncu, timeout, per_config):
+    """Profile WORKLOAD's windowed iteration under ncu (one row per launch, or per launch
+    configuration with --per-config)."""
     res = profile(_step(workload, preset, iterations, window_iteration, sets, script_args), out,
-                  metrics=metrics, timeout=timeout, ncu=ncu, trace_dir=trace_dir)
+                  metrics=metrics, timeout=timeout, ncu=ncu, trace_dir=trace_dir,
+                  per_config=per_config)
     click.echo(json.dumps({"out": res.out_dir, **res.stats, "match": res.match}, default=str))
 
 

@@ -360,19 +360,32 @@ def store_sidecar(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
+#: ncu's filter for one launch per launch configuration (function, grid, block, shared memory)
+PER_CONFIG_ARGS = ("--filter-mode", "per-launch-config", "--launch-count", "1")
+
+
 def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: float = 1800,
             ncu: str = "ncu", trace_dir: str | Path | None = None,
-            extra_args: tuple[str, ...] = ()) -> CaptureResult:
+            extra_args: tuple[str, ...] = (), per_config: bool = False) -> CaptureResult:
     """Profile the windowed iteration of ``step`` with ncu into ``out_dir/ncu.csv``; when
     ``trace_dir`` (a capture with simfront's sidecar, or a stored set) is given, match the
-    profile to it launch by launch and write ``ncu_matched.csv`` there."""
+    profile to it launch by launch and write ``ncu_matched.csv`` there.
+
+    ``per_config``: profile only the first launch of each launch configuration into
+    ``ncu-configs.csv`` (a model-size step: 88 configurations for 2,068 launches, about a
+    minute of ncu); with ``trace_dir`` the profile is laid over its launches
+    (:mod:`simfront.stats.ncu_configs`) and the pairing summarized."""
+    from simfront.stats.ncu_configs import CONFIG_PROFILE
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     exe = shutil.which(ncu)
     if exe is None:
         raise CaptureError(f"'{ncu}' (Nsight Compute) not found on PATH")
-    csv_path = out_dir / NCU_CSV
-    part = out_dir / (NCU_CSV + ".part")
+    if per_config:
+        extra_args = (*PER_CONFIG_ARGS, *extra_args)
+    csv_path = out_dir / (CONFIG_PROFILE if per_config else NCU_CSV)
+    part = out_dir / (csv_path.name + ".part")
     cmd = [exe, "--profile-from-start", "off", "--clock-control", "none", "--csv", "--page",
            "raw", "--metrics", ",".join(metric_list(metrics)), *extra_args,
            *step.command(out_dir / "summary.json")]
@@ -389,7 +402,13 @@ def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: flo
         raise CaptureError(f"ncu profiled no kernel (empty window?); log {rec.log}")
     res = CaptureResult("profile", str(out_dir), rec)
     res.stats.update(launches=len(df), ncu_wall_s=round(rec.wall_s, 1))
-    if trace_dir is not None:
+    if trace_dir is not None and per_config:
+        from simfront.stats.ncu_configs import expand_trace_set
+
+        tdir = Path(trace_dir)
+        tdir = tdir if (tdir / SIDECAR).exists() else tdir / "trace"
+        res.match = {"summary": expand_trace_set(tdir, profile=csv_path).summary()}
+    elif trace_dir is not None:
         res.match = match_profile(csv_path, trace_dir, out_dir / "ncu_matched.csv")
     _write_json(out_dir / "profile.json", {**res.to_dict(),
                                            "provenance": provenance(step, None, Window("iteration"),
