@@ -29,8 +29,8 @@ def _tiny(stem: str):
 
 def _lines(kernel, kinds) -> set[int]:
     """The 128-byte lines a kernel's global memory instructions of ``kinds`` touch."""
-    from simfront.sim.model.decode import build_optable
     from simfront.gpu import load_gpu
+    from simfront.sim.model.decode import build_optable
 
     gpu = load_gpu("h100")
     out: set[int] = set()
