@@ -135,6 +135,25 @@ def test_model_records_come_from_the_cache(tiny_sms32):
     assert [p.stat().st_mtime_ns for p in results] == stamps
 
 
+@pytest.mark.slow  # the model on two GPUs, warm: about a CPU minute
+def test_warm_l2_runs_apart_and_carries_the_l2(tiny_sms32):
+    cold, cache, _ = tiny_sms32
+    (warm,) = W.compare(TINY, ["h100-sms32"], cache, l2="warm")
+    assert (cold.l2, warm.l2) == ("cold", "warm")
+    assert W.summary([warm])[0]["l2"] == "warm"
+    # cached apart from the cold runs
+    assert len([p for p in cache.rglob("result.json") if p.parent.name.endswith("-warm")]) == 2
+    base = W.model_records(TINY, W.condition(W.BASE).model_gpu(), cache, l2="warm")
+    assert (base.sim_l2_start == "warm").all()
+    # kernels find what earlier ones left: fewer DRAM reads over the step than when cold
+    cold_base = W.model_records(TINY, W.condition(W.BASE).model_gpu(), cache)
+    assert (cold_base.sim_l2_carried_sectors == 0).all()
+    assert (base.sim_l2_carried_sectors > 0).mean() > 0.3
+    assert base.dram_read_bytes.sum() < 0.5 * cold_base.dram_read_bytes.sum()
+    # the hardware side does not depend on the model's L2
+    assert warm.hw_ratio == cold.hw_ratio and warm.n_exact == cold.n_exact
+
+
 @pytest.mark.slow  # the model on two GPUs: about a CPU minute
 def test_cli(tiny_sms32, tmp_path):
     from click.testing import CliRunner

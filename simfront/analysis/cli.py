@@ -150,20 +150,25 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Model-record cache (default: $SIMFRONT_CACHE/whatif or "
                                  "~/.cache/simfront/whatif).")
+@click.option("--l2", "l2", type=click.Choice(["cold", "warm"]), default=None,
+              help="How the model's L2 starts for each kernel: empty, as ncu measures a "
+                   "kernel (cold), or as the step's previous kernel left it (warm); default: "
+                   "simfront.analysis.whatif.DEFAULT_L2.")
 @click.option("--worst", default=3, show_default=True, help="Worst kernels listed per row.")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write every launch's hardware and model ratios to this CSV.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: Path | None,
-               worst: int, csv_out: Path | None, as_json: bool) -> None:
+               l2: str | None, worst: int, csv_out: Path | None, as_json: bool) -> None:
     """Model what-if ratios against hardware what-if ratios of TRACE_SET(s), per launch and
     for the step (the timelines in each set's whatif/ folder)."""
-    from simfront.analysis.whatif import compare, render_markdown, summary
+    from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
 
     labels = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     results = []
     for d in trace_sets:
-        results += compare(d, labels, cache_dir, progress=lambda m: click.echo(m, err=True))
+        results += compare(d, labels, cache_dir, progress=lambda m: click.echo(m, err=True),
+                           l2=l2 or DEFAULT_L2)
     if csv_out is not None:
         import pandas as pd
 

@@ -15,8 +15,15 @@ launch shape and cuBLAS may have picked another GEMM kernel: such launches are p
 name (or, failing that, by category) and position between exactly paired neighbours, and
 reported apart as library choices, never mixed into the model's per-launch error.
 
+The L2 (``l2``): the timelines time a real, unprofiled step, where a kernel finds in the L2
+what earlier kernels left. The model answers either with every kernel starting from an
+empty L2 (``cold``, as ncu measures a kernel) or with the step's kernels run in launch
+order and the L2 carried from one to the next (``warm``; docs/model.md, *Inter-kernel L2*).
+:data:`DEFAULT_L2` says which the comparison uses unless told.
+
 Model runs are the expensive part (a paper-size set is about a CPU minute per GPU), so their
-records are cached on disk per (trace set content, GPU config hash, model source hash).
+records are cached on disk per (trace set content, GPU config hash, model source hash, L2
+mode).
 """
 
 from __future__ import annotations
@@ -36,6 +43,10 @@ import pandas as pd
 from simfront.errors import InputError
 
 BASE = "h100-all"
+#: How the model's L2 starts for the what-ifs unless told: ``cold`` or ``warm``. Cold: warm
+#: brings the SM-count and H200 step errors of the paper sets down but leaves the L2
+#: set-aside where it was and the 96-SM error worse (docs/model.md, *Inter-kernel L2*).
+DEFAULT_L2 = "cold"
 WHATIF_DIR = "whatif"
 
 #: match kinds of a trace launch against a timeline
@@ -221,10 +232,12 @@ def trace_set_hash(trace_dir: Path) -> str:
 
 
 def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
-                  progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+                  progress: Callable[[str], None] | None = None,
+                  l2: str = DEFAULT_L2) -> pd.DataFrame:
     """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace
-    file name; from the cache when the set, config and model are unchanged. Registers and
-    shared memory come from the set's ``ncu.csv`` where it has one (as in bench_model)."""
+    file name; from the cache when the set, config, model and L2 mode are unchanged.
+    Registers and shared memory come from the set's ``ncu.csv`` where it has one (as in
+    bench_model). ``l2``: ``cold`` or ``warm`` (the model backend's ``l2`` option)."""
     from simfront.gpu import config_hash
     from simfront.sim.backend import SimJob
     from simfront.sim.model.backend import RESULT_NAME, ModelBackend
@@ -233,7 +246,7 @@ def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
     cache_dir = default_cache_dir() if cache_dir is None else Path(cache_dir)
     chash = config_hash(gpu)
     out = (cache_dir / f"{trace_dir.name}-{trace_set_hash(trace_dir)[:12]}"
-           / f"{chash[:16]}-{model_source_hash()[:12]}")
+           / f"{chash[:16]}-{model_source_hash()[:12]}{'' if l2 == 'cold' else '-' + l2}")
     res_path = out / RESULT_NAME
     data = None
     if res_path.is_file():
@@ -250,10 +263,10 @@ def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
             pairs, _ = pair_launches(trace_dir, read_ncu(ncu[0]))
             launches = {p.kernel.path.name: p.launch for p in pairs}
         if progress:
-            progress(f"model: {trace_dir.name} on {gpu.name} ...")
+            progress(f"model: {trace_dir.name} on {gpu.name}, {l2} L2 ...")
         t0 = time.monotonic()
         job = SimJob(job_id=f"whatif-{trace_dir.name}-{chash[:12]}", trace_dir=trace_dir,
-                     gpu=gpu, out_dir=out, options={"launches": launches})
+                     gpu=gpu, out_dir=out, options={"launches": launches, "l2": l2})
         # The model keeps recent trace passes in memory for sweeps over parameters that
         # leave them alone; every condition here changes them (SM count, L2), and 64 of a
         # paper set's passes at 32 SMs filled 11 GB, so keep none.
@@ -299,6 +312,7 @@ class WhatIf:
     n_exact: int
     n_library: int
     extra: dict[str, Any] = field(default_factory=dict)
+    l2: str = DEFAULT_L2                  # how the model's L2 started: cold or warm
 
     @property
     def step_error(self) -> float:
@@ -332,21 +346,22 @@ class WhatIf:
         return k[k.share >= min_share].head(n)
 
 
-def _warm_one(args: tuple[str, str, str | None]) -> None:
-    trace_dir, label, cache_dir = args
+def _warm_one(args: tuple[str, str, str | None, str]) -> None:
+    trace_dir, label, cache_dir, l2 = args
     model_records(trace_dir, condition(label).model_gpu(),
-                  Path(cache_dir) if cache_dir else None)
+                  Path(cache_dir) if cache_dir else None, l2=l2)
 
 
 def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
-               workers: int | None = None, conditions: Sequence[str] | None = None) -> int:
+               workers: int | None = None, conditions: Sequence[str] | None = None,
+               l2: str = DEFAULT_L2) -> int:
     """Run the model runs that :func:`compare` will need (each set's baseline and every
     condition with a timeline) side by side in ``workers`` processes (default: the cores),
     so that the comparisons then read the cache. Returns how many runs there were."""
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    work = [(str(d), lb, str(cache_dir) if cache_dir else None) for d in trace_sets
+    work = [(str(d), lb, str(cache_dir) if cache_dir else None, l2) for d in trace_sets
             for lb in dict.fromkeys([BASE, *(c for c in available_conditions(d)
                                              if conditions is None or c in conditions)])]
     workers = workers or os.cpu_count() or 1
@@ -361,9 +376,10 @@ def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
 
 def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,
             cache_dir: Path | None = None,
-            progress: Callable[[str], None] | None = None) -> list[WhatIf]:
+            progress: Callable[[str], None] | None = None,
+            l2: str = DEFAULT_L2) -> list[WhatIf]:
     """Every condition (default: all with a timeline) of a trace set, model against
-    hardware."""
+    hardware; the model's L2 ``cold`` or ``warm`` (see the module docstring)."""
     trace_dir = Path(trace_dir)
     labels = list(conditions) if conditions else available_conditions(trace_dir)
     if not labels:
@@ -373,12 +389,12 @@ def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,
     trace = trace_launches(trace_dir)
     base_tl, base_sum = read_timeline(trace_dir, BASE)
     base_pair = pair_timeline(trace, base_tl)
-    base_model = model_records(trace_dir, condition(BASE).model_gpu(), cache_dir, progress)
+    base_model = model_records(trace_dir, condition(BASE).model_gpu(), cache_dir, progress, l2)
     out = []
     for c in conds:
         tl, summ = read_timeline(trace_dir, c.label)
         pair = pair_timeline(trace, tl)
-        model = model_records(trace_dir, c.model_gpu(), cache_dir, progress)
+        model = model_records(trace_dir, c.model_gpu(), cache_dir, progress, l2)
         df = trace[["file", "short_name", "category", "grid", "block"]].copy()
         df["match_base"], df["match_cond"] = base_pair.match, pair.match
         m = np.where((base_pair.match == EXACT) & (pair.match == EXACT), EXACT, None)
@@ -411,7 +427,8 @@ def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,
             n_trace=len(df), n_exact=len(ex), n_library=int(df.match.isin([SHAPE, KERNEL]).sum()),
             extra={"device": summ.get("device_name"), "hw_timeline_launches": len(tl),
                    "base_timeline_launches": len(base_tl),
-                   "hw_step_ms": summ.get("step_ms"), "base_step_ms": base_sum.get("step_ms")}))
+                   "hw_step_ms": summ.get("step_ms"), "base_step_ms": base_sum.get("step_ms")},
+            l2=l2))
     return out
 
 
@@ -435,6 +452,7 @@ def summary(results: Sequence[WhatIf], worst: int = 3) -> list[dict[str, Any]]:
     for r in results:
         w = r.worst(worst)
         out.append({"workload": r.workload, "condition": r.condition, "title": r.title,
+                    "l2": r.l2,
                     "hw_ratio": r.hw_ratio, "model_ratio": r.model_ratio,
                     "step_error": r.step_error, "hw_ratio_step": r.hw_ratio_step,
                     "model_ratio_step": r.model_ratio_step,

@@ -6,6 +6,7 @@ import time
 
 from collections import OrderedDict
 
+from simfront.sim.model.carry import L2Carry
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.sim.model.simulate import cache_key, prepare_kernel, time_prepared
@@ -33,19 +34,23 @@ def _prepared_kernel(kernel, gpu, launch, params):
 
 
 def simulate_kernel(kernel, gpu, launch: dict | None = None,
-                    params: ModelParams = DEFAULT_PARAMS, cache: bool = True) -> dict:
+                    params: ModelParams = DEFAULT_PARAMS, cache: bool = True,
+                    l2: L2Carry | None = None) -> dict:
     """Model one kernel launch: ``kernel`` a :class:`simfront.traces.reader.KernelTrace`,
     ``gpu`` a GPU description (or a preset name), ``launch`` optional launch facts
     (``regs``, ``shmem``) where the trace header is not to be trusted. Returns a record with
     the columns of ``simfront.stats.schema`` (identity columns: kernel ones only).
     ``cache``: reuse this process's trace pass of the same file, launch and cache geometry
-    (False: always read the trace)."""
+    (False: always read the trace). ``l2``: start from the L2 the step's previous kernel
+    left and leave this kernel's in it (``carry``; the trace pass is then never reused)."""
     from simfront.gpu import load_gpu
 
     gpu = load_gpu(gpu)
     t0 = time.perf_counter()
-    prep = _prepared_kernel(kernel, gpu, launch, params) if cache else prepare_kernel(
-        kernel, gpu, launch, params)
+    if cache and l2 is None:
+        prep = _prepared_kernel(kernel, gpu, launch, params)
+    else:
+        prep = prepare_kernel(kernel, gpu, launch, params, l2)
     run = time_prepared(prep, gpu, params)
     rec = combine(run, gpu, params)
     h = kernel.header

@@ -12,11 +12,15 @@ from typing import Any
 from simfront.errors import SimfrontError
 from simfront.sim.backend import Backend, SimJob, SimResult
 from simfront.sim.model.api import simulate_kernel
+from simfront.sim.model.carry import L2Carry
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 
 #: Bump when the model's numbers change for the same inputs.
 MODEL_VERSION = "model-1.3"
 RESULT_NAME = "result.json"
+#: How a kernel's L2 starts (``job.options["l2"]``): empty, or as the previous kernel left it.
+L2_COLD, L2_WARM = "cold", "warm"
+L2_MODES = (L2_COLD, L2_WARM)
 
 
 def _selected(kernels, wanted: tuple[str, ...] | None):
@@ -36,7 +40,10 @@ class ModelBackend(Backend):
     """Runs every selected kernel of the job's trace set through the built-in model.
 
     ``job.options``: ``launches`` (dict kernel file/stem -> {regs, shmem}: launch facts
-    where the trace header is not to be trusted), ``params`` (dict of ModelParams fields).
+    where the trace header is not to be trusted), ``params`` (dict of ModelParams fields),
+    ``l2`` (``cold``, the default: every kernel starts with an empty L2, as ncu measures it;
+    ``warm``: the selected kernels run in launch order, each starting with the L2 the
+    previous one left, as in an unprofiled step; see ``carry``).
     A kernel whose trace cannot be read gets a record with ``complete`` False; the job then
     fails with the reason, keeping the other kernels' records.
     """
@@ -64,6 +71,12 @@ class ModelBackend(Backend):
             prov.update({"config": gpu.name, "config_hash": chash})
             ts = TraceSet(job.trace_dir)
             kernels = _selected(ts.kernels(), job.kernels)
+            l2_mode = job.options.get("l2", L2_COLD) or L2_COLD
+            if l2_mode not in L2_MODES:
+                raise TypeError(f"options.l2 must be one of {', '.join(L2_MODES)}, "
+                                f"not {l2_mode!r}")
+            prov["l2"] = l2_mode
+            carry = L2Carry.empty(gpu) if l2_mode == L2_WARM else None
         except (SimfrontError, TypeError) as exc:
             return self._finish(job, out, t0, False, f"not run: {exc}", [], prov)
         launches = job.options.get("launches", {}) or {}
@@ -80,7 +93,7 @@ class ModelBackend(Backend):
                     "kernel_uid": uid, "trace_hash": sha256_file(k.path),
                     "launch_count": ts.count(k.path.name)}
             try:
-                rec = simulate_kernel(k, gpu, launch, params)
+                rec = simulate_kernel(k, gpu, launch, params, l2=carry)
             except SimfrontError as exc:
                 failures.append(f"{k.path.name}: {exc}")
                 records.append({**base, "kernel_id": k.kernel_id,

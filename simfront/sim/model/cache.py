@@ -8,7 +8,9 @@ L1 is write-through without write-allocate (a store updates a present line), the
 write-back with write-allocate without fetch (a stored sector becomes valid and dirty), and
 atomics and reductions execute at the L2. DRAM writes are the dirty sectors evicted during
 the kernel. Caches start cold: Nsight Compute flushes them before every profiled kernel,
-which is what the model is checked against.
+which is what the model is checked against; for step-level what-ifs the L2 may instead
+start as the previous kernel left it (``carry``). A line an earlier kernel left carries no
+filling block (``l2_fill`` -1), which is how its hits are told apart.
 
 The per-instruction result is the deepest level any of its sectors had to reach (0 L1,
 1 L2, 2 DRAM) and the sector counts at each level, which the issue model turns into
@@ -47,6 +49,15 @@ class CacheState:
         return cls(np.full(shape, -1, np.int64), np.zeros(shape, np.uint8),
                    np.zeros(shape, np.uint8), np.zeros(shape, np.int64),
                    np.zeros(1, np.int64), hash_kind)
+
+
+def l2_state(gpu) -> CacheState:
+    """An empty L2 of the description's geometry."""
+    l2 = gpu.l2
+    ways = l2.assoc
+    sets = max(1, l2.size.bytes // (l2.line.bytes * ways))
+    kind = HASH_LINEAR if l2.set_hash == "linear" else HASH_MIX
+    return CacheState.make(1, sets, ways, kind)
 
 
 @numba.njit(cache=True, inline="always")
@@ -130,7 +141,7 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
     skipped. Outputs per row: deepest level (0 L1/shared, 1 L2, 2 DRAM), sectors requested,
     sectors sent to L2, sectors read from DRAM, shared-memory wavefronts.
     ``totals``: [l1 accesses, l1 hits, l2 accesses, l2 hits, dram read sectors,
-    dram write sectors].
+    dram write sectors, l2 read hits on lines an earlier kernel left].
 
     Blocks are simulated one after another, but the blocks of one wave (``wave_blocks``
     blocks: every SM full) run at the same time: an L2 hit on a line that another block of
@@ -231,7 +242,9 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
                 lv = 1
                 if hit2 and not write:
                     f = l2_fill[0, s2, w2]
-                    if f != tb[i] and f // wave_blocks == tb[i] // wave_blocks:
+                    if f == -1:
+                        totals[6] += 1
+                    elif f != tb[i] and f // wave_blocks == tb[i] // wave_blocks:
                         lv = 2
                 if level < lv:
                     level = lv

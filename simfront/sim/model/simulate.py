@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simfront.errors import TraceFormatError
-from simfront.sim.model.cache import HASH_LINEAR, HASH_MIX, CacheState, simulate_memory
+from simfront.sim.model.cache import HASH_LINEAR, CacheState, l2_state, simulate_memory
+from simfront.sim.model.carry import L2Carry
 from simfront.sim.model.decode import N_PIPES, build_optable, pipe_timing
 from simfront.sim.model.issue import N_REASONS, run_sm
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
@@ -88,14 +89,6 @@ def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
             "l1_sm": float(gpu.sm.l1.l1_banks * gpu.sm.l1.sector.bytes)}
 
 
-def _l2_state(gpu) -> CacheState:
-    l2 = gpu.l2
-    ways = l2.assoc
-    sets = max(1, l2.size.bytes // (l2.line.bytes * ways))
-    kind = HASH_LINEAR if l2.set_hash == "linear" else HASH_MIX
-    return CacheState.make(1, sets, ways, kind)
-
-
 #: The most ways a simulated L1 set has: a more associative L1 (the H100 description's 4
 #: sets) is simulated with more sets of this many ways, which keeps the lookup cheap and
 #: changes LRU hit rates little at this associativity.
@@ -159,6 +152,8 @@ class Prepared:
     work_scale: float = 1.0
     #: a persistent grid: its work is handed out at run time (see is_persistent)
     persistent: bool = False
+    #: the L2 started as the previous kernel left it (``carry``), not empty
+    warm_l2: bool = False
 
 
 def cache_key(gpu) -> tuple:
@@ -168,8 +163,12 @@ def cache_key(gpu) -> tuple:
 
 
 def prepare_kernel(kernel, gpu, launch: dict | None = None,
-                   params: ModelParams = DEFAULT_PARAMS) -> Prepared:
-    """The streaming trace pass: counts, caches, and the rows of SM 0's blocks."""
+                   params: ModelParams = DEFAULT_PARAMS, l2: L2Carry | None = None) -> Prepared:
+    """The streaming trace pass: counts, caches, and the rows of SM 0's blocks.
+
+    The L2 starts empty (as under ncu, which flushes it), or, given ``l2``, as the previous
+    kernel of the step left it; ``l2`` is then updated in place to what this kernel leaves
+    for the next one (``carry``)."""
     t0 = time.perf_counter()
     header = kernel.header
     ln = launch_from(header, launch)
@@ -186,12 +185,17 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     sm = gpu.sm
 
     l1 = _l1_state(active, l1_bytes(ln, occ, gpu), gpu)
-    l2 = _l2_state(gpu)
+    if l2 is None:
+        carried, l2 = None, l2_state(gpu)
+    else:
+        l2.check(gpu)
+        carried, l2 = l2, l2.state
+        clock_before = carried.start_clock()
     l2_fill = np.full(l2.tags.shape, -1, np.int64)
     wave_blocks = max(1, S * occ.blocks_per_sm)
     sector_shift = int(math.log2(gpu.l2.sector.bytes))
     line_shift = int(math.log2(gpu.l2.line.bytes))
-    totals = np.zeros(6, np.int64)
+    totals = np.zeros(7, np.int64)
     pipe_counts = np.zeros(N_PIPES, np.float64)
     n_instr = 0.0
     n_thread = 0.0
@@ -258,7 +262,14 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         n_thread *= scale
         pipe_counts *= scale
         flops *= scale
+        written = totals[5]
         totals = np.round(totals * scale).astype(np.int64)
+        if carried is not None:
+            # With the L2 carried, the untraced blocks' lines enter it below and what they
+            # push out is counted there: the traced blocks' write-backs stand for themselves.
+            totals[5] = written
+    if carried is not None:
+        totals[5] += carried.end_kernel(clock_before, scale)
 
     tb_t = timed.get("tb", np.int64)
     warp_t = timed.get("warp", np.int64)
@@ -290,7 +301,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     return Prepared(ln, occ, S, active, n_blocks_trace, n_instr, n_thread, pipe_counts, flops,
                     totals, table, cols, warp_off, n_timed_blocks,
                     time.perf_counter() - t0, cache_key(gpu),
-                    sample_scale=scale, work_scale=work_scale, persistent=persistent)
+                    sample_scale=scale, work_scale=work_scale, persistent=persistent,
+                    warm_l2=carried is not None)
 
 
 def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:

@@ -1,0 +1,109 @@
+"""The L2 carried from one kernel to the next (a warm L2), for step-level what-ifs.
+
+By default every kernel starts with an empty L2, because the model's yardstick, Nsight
+Compute, flushes the caches before each kernel it profiles. A step that runs unprofiled
+(the CUPTI timelines the what-ifs are checked against) keeps in the L2 what earlier kernels
+left: a kernel that reads what the previous one wrote may find it there, and a kernel that
+evicts lines another kernel left dirty writes them back. ``L2Carry`` holds the simulated
+L2 between the kernels of a step run in launch order:
+
+- the L2 a kernel leaves, dirty sectors included, is the next kernel's L2 at its start (the
+  L1s start empty: they are not kept coherent and are invalidated between kernels);
+- a sampled kernel (the tracer kept the first T of the grid's N blocks) ran its other
+  blocks after the traced ones, and they touched about ``sample_scale - 1`` times the lines
+  the traced blocks touched. Those lines are not known, so they enter the L2 as *untraced
+  lines* (:func:`add_untraced`): each set gets its share of them as its most recently used
+  lines, dirty like the traced lines they stand for, and the set's oldest lines make room.
+  When the grid's real footprint exceeds the L2, the traced blocks' own lines are pushed
+  out, as LRU would; when it fits, they stay for the next kernel's traced blocks (the first
+  blocks of consecutive kernels touch the first rows of the same tensors);
+- DRAM reads are, as when cold, the traced blocks' L2 misses scaled to the grid: an
+  untraced block is taken to find as much of its input in the L2 as the traced ones did;
+- DRAM writes are the dirty sectors a kernel evicts: those its traced blocks evict (not
+  scaled: the untraced lines stand for the rest of the grid) plus those the untraced lines
+  push out, and the untraced lines' own dirt that does not fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simfront.sim.model.cache import CacheState, l2_state
+
+#: Tag of an untraced line: a line some untraced block touched. No address maps to a
+#: negative line, so such a line is never hit; -1 already means an empty way.
+UNTRACED = -2
+
+_POP8 = np.array([bin(i).count("1") for i in range(256)], np.int64)
+
+
+@dataclass
+class L2Carry:
+    """The L2 between the kernels of one step, and the L2 description it was made for."""
+
+    state: CacheState
+    l2: object                      # the GPU description's L2 (a kernel on another refuses)
+
+    @classmethod
+    def empty(cls, gpu) -> "L2Carry":
+        return cls(l2_state(gpu), gpu.l2)
+
+    def check(self, gpu) -> None:
+        if gpu.l2 != self.l2:
+            raise ValueError("L2Carry: the kernel's GPU has another L2 than the carried one")
+
+    def start_clock(self) -> int:
+        """The LRU clock before a kernel: the lines it touches are stamped later."""
+        return int(self.state.clock[0])
+
+    def end_kernel(self, clock_before: int, sample_scale: float) -> int:
+        """After a kernel's traced blocks (``clock_before``: the LRU clock before them): a
+        sampled kernel's untraced lines enter the L2 the next kernel finds (see the module
+        docstring). Returns the dirty sectors they write back."""
+        if sample_scale <= 1:
+            return 0
+        st = self.state
+        touched = (st.stamp[0] > clock_before) & (st.tags[0] >= 0)
+        n = int(np.count_nonzero(touched))
+        return add_untraced(st, round(n * (sample_scale - 1)), st.dirty[0][touched])
+
+
+def add_untraced(state: CacheState, n_lines: int, dirty_like: np.ndarray) -> int:
+    """Put ``n_lines`` untraced lines into the L2 as its most recently used lines, spread
+    evenly over the sets (the address hash spreads real lines so); each set's oldest lines,
+    empty ways first, make room. Untraced line *i* is dirty like ``dirty_like[i % len]``
+    (sector masks of the traced lines it stands for). Returns the dirty sectors written
+    back: those of the lines pushed out, and of the untraced lines beyond what a set holds
+    (later untraced lines push them out in turn)."""
+    if n_lines <= 0:
+        return 0
+    tags, stamp, dirty = state.tags[0], state.stamp[0], state.dirty[0]
+    n_sets, ways = tags.shape
+    per_set = np.full(n_sets, n_lines // n_sets, np.int64)
+    per_set[: n_lines % n_sets] += 1      # the remainder, one line each to the first sets
+    placed = np.minimum(per_set, ways)
+    # Oldest first: empty ways before any line, then by LRU stamp.
+    age = np.where(tags == -1, np.iinfo(np.int64).min, stamp)
+    order = np.argsort(age, axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(ways), (n_sets, ways)), axis=1)
+    out = rank < placed[:, None]
+    written = int(_POP8[dirty[out]].sum())
+
+    # The untraced lines' dirt: all of it, less what the placed lines keep.
+    masks = np.asarray(dirty_like, np.uint8).ravel()
+    if masks.size == 0:
+        masks = np.zeros(1, np.uint8)
+    pop = _POP8[masks]
+    total_dirt = (n_lines // masks.size) * int(pop.sum()) + int(pop[: n_lines % masks.size].sum())
+    new = masks[np.arange(int(out.sum())) % masks.size]
+    written += total_dirt - int(_POP8[new].sum())
+
+    state.clock[0] += 1
+    tags[out] = UNTRACED
+    stamp[out] = state.clock[0]
+    state.valid[0][out] = 0
+    dirty[out] = new
+    return written
