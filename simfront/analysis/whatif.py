@@ -87,6 +87,8 @@ def condition(label: str) -> Condition:
     if m:
         # The H100's 50 MiB L2 less N MiB held by persisting lines of a pinned buffer
         # (`simfront timeline --l2-setaside N`): the rest is what normal accesses can use.
+        # The persisting mode also slows write-heavy streaming kernels 13-29% by itself
+        # (bench/device/l2_setaside_stream.py), which no l2_size variant can show.
         left = 50 - int(m.group(1))
         return Condition(label, f"L2 less {m.group(1)} MiB set aside", "h100",
                          (("l2_size", f"{left} MiB"),))
