@@ -91,7 +91,8 @@ def test_missing_timeline_names_the_folder(tmp_path):
 def tiny_sms32(tmp_path_factory):
     cache = tmp_path_factory.mktemp("whatif-cache")
     msgs: list[str] = []
-    (r,) = W.compare(TINY, ["h100-sms32"], cache, progress=msgs.append)
+    # cold here; the warm comparison (the default) has its own test below
+    (r,) = W.compare(TINY, ["h100-sms32"], cache, progress=msgs.append, l2="cold")
     return r, cache, msgs
 
 
@@ -130,7 +131,7 @@ def test_model_records_come_from_the_cache(tiny_sms32):
     assert len(results) == 2  # the baseline and the 32-SM variant
     stamps = [p.stat().st_mtime_ns for p in results]
     msgs: list[str] = []
-    W.compare(TINY, ["h100-sms32"], cache, progress=msgs.append)
+    W.compare(TINY, ["h100-sms32"], cache, progress=msgs.append, l2="cold")
     assert msgs == []  # nothing re-simulated
     assert [p.stat().st_mtime_ns for p in results] == stamps
 
@@ -146,7 +147,7 @@ def test_warm_l2_runs_apart_and_carries_the_l2(tiny_sms32):
     base = W.model_records(TINY, W.condition(W.BASE).model_gpu(), cache, l2="warm")
     assert (base.sim_l2_start == "warm").all()
     # kernels find what earlier ones left: fewer DRAM reads over the step than when cold
-    cold_base = W.model_records(TINY, W.condition(W.BASE).model_gpu(), cache)
+    cold_base = W.model_records(TINY, W.condition(W.BASE).model_gpu(), cache, l2="cold")
     assert (cold_base.sim_l2_carried_sectors == 0).all()
     assert (base.sim_l2_carried_sectors > 0).mean() > 0.3
     assert base.dram_read_bytes.sum() < 0.5 * cold_base.dram_read_bytes.sum()
@@ -164,7 +165,7 @@ def test_cli(tiny_sms32, tmp_path):
     out = tmp_path / "launches.csv"
     res = CliRunner().invoke(cli, ["analyze", "whatif", str(TINY), "--conditions",
                                     "h100-sms32", "--cache", str(cache), "--csv", str(out),
-                                    "--json"])
+                                    "--l2", "cold", "--json"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output[res.output.index("["):])
     assert summary[0]["condition"] == "h100-sms32" and summary[0]["paired"] == 172
