@@ -127,9 +127,7 @@ def balance_along_length(h5: Path) -> pd.DataFrame | None:
                      "knee": r.knee, "stop_paying": r.stop_paying,
                      "speedup_8": float(s.get(8.0, np.nan)), "speedup_4": float(s.get(4.0, np.nan)),
                      "speedup_32": float(s.get(32.0, np.nan)),
-                     "best": float(s.max()), "best_ratio": float(s.idxmax()),
-                     "other_limited": float(r.step["other_share"].iloc[0])
-                     if "other_share" in r.step else np.nan})
+                     "best": float(s.max()), "best_ratio": float(s.idxmax())})
     return pd.DataFrame(rows).sort_values("seqlen")
 
 
