@@ -18,6 +18,7 @@ experiments/seqlen_balance.yaml``) when it is there.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -58,6 +59,7 @@ def manifest(trace_dir: Path) -> dict:
     return json.loads((trace_dir / "manifest.json").read_text())
 
 
+@functools.lru_cache(maxsize=None)
 def hardware_frame(trace_dir: Path) -> tuple[pd.DataFrame, str]:
     """The step's per-launch ncu frame and how it was made."""
     full = sorted(trace_dir.glob("ncu.csv*"))
@@ -75,8 +77,9 @@ def cupti_kernel_ms(trace_dir: Path) -> float | None:
 def model_against_ncu(name: str, gpu) -> dict:
     d = TRACES / name
     t0 = time.monotonic()
-    recs = model_records(d, gpu, progress=lambda m: print(m, flush=True))
-    frame, how = hardware_frame(d)
+    # ncu flushes the caches before each launch: the model's L2 starts empty too
+    recs = model_records(d, gpu, progress=lambda m: print(m, flush=True), l2="cold")
+    frame, how = hardware_frame(d)  # shared with characterization_row: read once
     f = frame.assign(model_cycles=frame["file"].map(recs["cycles"]),
                      model_us=frame["file"].map(recs["time_us"]))
     f = f[f["model_cycles"].notna()]

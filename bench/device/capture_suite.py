@@ -61,7 +61,7 @@ def job_trace(label: str, step: Step, window="iteration", sample="none", baselin
 
 
 def job_profile(label: str, step: Step, trace_label: str | None = None, metrics="full",
-                timeout=300, extra_args: tuple[str, ...] = ()) -> None:
+                timeout=300, extra_args: tuple[str, ...] = (), per_config: bool = False) -> None:
     out = WORK / f"ncu_{label}"
     tdir = WORK / f"trace_{trace_label}" / "trace" if trace_label else None
     if tdir is not None and not (tdir / "launches.jsonl").exists():
@@ -77,7 +77,7 @@ def job_profile(label: str, step: Step, trace_label: str | None = None, metrics=
         return
     try:
         res = profile(step, out, metrics=metrics, timeout=timeout, trace_dir=tdir,
-                      extra_args=extra_args)
+                      extra_args=extra_args, per_config=per_config)
         emit({"job": "profile", "label": label, **res.stats, "match": res.match,
               "ncu_args": list(extra_args),
               "summary": (res.run.summary or {}).get("step_ms")})
@@ -290,11 +290,8 @@ def job_profile_per_config(label: str, step: Step, trace_label: str | None = Non
     if left < 90:
         emit({"job": "profile", "label": label, "skipped": f"{left:.0f} s left"})
         return
-    from simfront.capture.driver import PER_CONFIG_ARGS
-
-    # run as profile(per_config=True) does, with the file named as job_profile names it
     job_profile(f"{label}_pc", step, trace_label, "core", timeout=min(300, left - 15),
-                extra_args=PER_CONFIG_ARGS)
+                per_config=True)
 
 
 JOBS.update({

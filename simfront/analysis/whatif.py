@@ -89,8 +89,9 @@ def condition(label: str) -> Condition:
     if m:
         # The H100's 50 MiB L2 less N MiB held by persisting lines of a pinned buffer
         # (`simfront timeline --l2-setaside N`): the rest is what normal accesses can use.
-        # The persisting mode also slows write-heavy streaming kernels 13-29% by itself
-        # (bench/device/l2_setaside_stream.py), which no l2_size variant can show.
+        # The persisting mode also slowed write-heavy streaming kernels 13-29% at a 25 MiB
+        # set-aside, and with the limit set alone (bench/device/l2_setaside_stream.py): no
+        # l2_size variant can show that.
         left = 50 - int(m.group(1))
         return Condition(label, f"L2 less {m.group(1)} MiB set aside", "h100",
                          (("l2_size", f"{left} MiB"),))
@@ -237,11 +238,13 @@ def trace_set_hash(trace_dir: Path) -> str:
 
 def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
                   progress: Callable[[str], None] | None = None,
-                  l2: str = DEFAULT_L2) -> pd.DataFrame:
+                  l2: str = "cold") -> pd.DataFrame:
     """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace
     file name; from the cache when the set, config, model and L2 mode are unchanged.
     Registers and shared memory come from the set's ``ncu.csv`` where it has one (as in
-    bench_model). ``l2``: ``cold`` or ``warm`` (the model backend's ``l2`` option)."""
+    bench_model). ``l2``: ``cold`` (the model's own default, what comparisons with ncu
+    need) or ``warm`` (the model backend's ``l2`` option); the what-if comparison passes
+    :data:`DEFAULT_L2`."""
     from simfront.gpu import config_hash
     from simfront.sim.backend import SimJob
     from simfront.sim.model.backend import RESULT_NAME, ModelBackend

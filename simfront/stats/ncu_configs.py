@@ -50,8 +50,9 @@ SCALE_TOLERANCE = 0.02
 
 
 def config_key(x: Launch) -> tuple:
-    """What ncu's per-launch-config filter tells launches apart by: the function, grid,
-    block and shared memory (unknown shared memory matches any)."""
+    """The function, grid and block of a launch. ncu's per-launch-config filter also tells
+    launches apart by shared memory; :func:`expand` uses it only to choose between records
+    of one key, since a record with unknown shared memory must still match."""
     return (x.key, x.grid, x.block)
 
 
@@ -64,23 +65,21 @@ class ConfigExpansion:
     unmatched: tuple[str, ...]    # window launches whose configuration ncu did not record
     unused: tuple[str, ...]       # profiled configurations no window launch has
 
-    @property
-    def scaled_share(self) -> float:
-        """Share of the step's profiled time carried by launches scaled to their own work."""
+    def _time_share(self, rows: pd.Series) -> float:
         f = self.frame
         if not len(f) or "duration_s" not in f:
             return 0.0
-        scaled = (f["ncu_work_scale"] - 1).abs() > SCALE_TOLERANCE
-        return float(f.loc[scaled, "duration_s"].sum() / f["duration_s"].sum())
+        return float(f.loc[rows, "duration_s"].sum() / f["duration_s"].sum())
+
+    @property
+    def scaled_share(self) -> float:
+        """Share of the step's profiled time carried by launches scaled to their own work."""
+        return self._time_share((self.frame["ncu_work_scale"] - 1).abs() > SCALE_TOLERANCE)
 
     @property
     def loose_share(self) -> float:
         """Share of the step's profiled time carried by launches matched less than exactly."""
-        f = self.frame
-        if not len(f) or "duration_s" not in f:
-            return 0.0
-        return float(f.loc[f["ncu_match"] != MATCH_CONFIG, "duration_s"].sum()
-                     / f["duration_s"].sum())
+        return self._time_share(self.frame["ncu_match"] != MATCH_CONFIG)
 
     def summary(self) -> str:
         f = self.frame
@@ -166,12 +165,10 @@ def expand(ncu: pd.DataFrame, launches: Sequence[Launch],
             if w and w0 and abs(w / w0 - 1) > SCALE_TOLERANCE:
                 scale[i] = w / w0
     frame["ncu_work_scale"] = scale
+    # ratios (intensity, utilizations, hit rates) keep: both of their terms scale alike
     for col in EXTENSIVE:
         if col in frame:
             frame[col] = frame[col].astype(float) * scale
-    if "flops" in frame and "dram_bytes" in frame:
-        frame["arithmetic_intensity"] = frame["flops"] / frame["dram_bytes"].where(
-            frame["dram_bytes"] > 0)
     frame["launch"] = np.arange(len(frame))
     unused = tuple(f"{prof[j].key} grid {prof[j].grid}" for j in range(len(prof)) if j not in seen)
     return ConfigExpansion(frame, len(prof), tuple(unmatched), unused)

@@ -13,8 +13,8 @@ before the process ends; it shrinks the L2 that normal accesses see only while p
 lines occupy it, so a buffer of the set-aside's size is read with a persisting access-policy
 window before every timed iteration (bench/device/l2_persist.cu measured that this moves the
 working-set knee; bench/RESULTS.md). It stands for the `l2_size` variant, except that the
-persisting mode also slows write-heavy streaming kernels by 13-29% whatever the capacity
-(bench/device/l2_setaside_stream.py).
+persisting mode also slowed write-heavy streaming kernels by 13-29% on the H100 at 25 MiB,
+and with the limit set alone (bench/device/l2_setaside_stream.py).
 """
 
 from __future__ import annotations
