@@ -9,7 +9,7 @@ import pytest
 
 def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int):
     """Every lane of a warp loads 4 bytes; the warps sweep n_lines 128-byte lines twice."""
-    from simfront.sim.model.cache import HASH_MIX, CacheState, simulate_memory
+    from simfront.sim.model.cache import HASH_MIX, CacheState, new_line_owners, simulate_memory
     from simfront.sim.model.decode import K_LOAD_GLOBAL
 
     n = 2 * n_lines
@@ -24,11 +24,12 @@ def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int):
     l2 = CacheState.make(1, l2_sets, l2_ways, HASH_MIX)
     fill = np.full(l2.tags.shape, -1, np.int64)
     outs = [np.zeros(n, np.int32) for _ in range(5)]
-    tot = np.zeros(6, np.int64)
-    simulate_memory(kind, tb, np.full(n, -1, np.int64), width, off, addrs,
-                    np.arange(n, dtype=np.int64) % 4, l1.tags, l1.valid, l1.dirty, l1.stamp,
-                    l1.clock, l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, l2.hash_kind,
-                    fill, 1, 5, 7, 32, *outs, tot)
+    tot = np.zeros(7, np.int64)
+    # one warp per block, one warp resident per cache: reuse distances are as traced
+    simulate_memory(kind, tb, np.zeros(n, np.int64), np.full(n, -1, np.int64), width, off,
+                    addrs, np.arange(n, dtype=np.int64) % 4, l1.tags, l1.valid, l1.dirty,
+                    l1.stamp, l1.clock, l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock,
+                    l2.hash_kind, fill, new_line_owners(), 0, 1, 1, 1, 1, 5, 7, 32, *outs, tot)
     return tot, outs[0]
 
 

@@ -74,8 +74,7 @@ def test_a_footprint_larger_than_the_l2_evicts_what_came_before(h100):
     after = simulate_kernel(b, h100, cache=False, l2=carry)
     cold = simulate_kernel(b, h100, cache=False)
     assert mid["sim_sample_scale"] > 1000
-    assert mid["dram_write_bytes"] > 1e9  # its writes go to DRAM (cold: they never do)
-    assert simulate_kernel(big, h100, cache=False)["dram_write_bytes"] == 0
+    assert mid["dram_write_bytes"] > 1e9  # its writes go to DRAM, as they do cold
     assert after["sim_l2_carried_sectors"] == 0
     assert after["dram_read_bytes"] == cold["dram_read_bytes"]
     assert (carry.state.tags == UNTRACED).mean() > 0.99

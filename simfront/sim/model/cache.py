@@ -19,6 +19,7 @@ latency and bandwidth demand.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba
@@ -87,8 +88,9 @@ def _set_index(line, n_sets, hash_kind):
 @numba.njit(cache=True)
 def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, allocate,
             hash_kind):
-    """Look up one sector. Returns (hit, evicted dirty sectors, set, way); way -1 when the
-    line is neither present nor allocated."""
+    """Look up one sector. Returns (hit, evicted dirty sectors, set, way, age); way -1 when
+    the line is neither present nor allocated; age: the accesses to this cache since the line
+    was last touched (-1 when it was not present)."""
     n_sets = tags.shape[1]
     ways = tags.shape[2]
     s = _set_index(line, n_sets, hash_kind)
@@ -105,8 +107,9 @@ def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, alloca
                 dirty[c, s, w] |= sector_bit
             elif allocate:
                 valid[c, s, w] |= sector_bit
+            age = now - stamp[c, s, w]
             stamp[c, s, w] = now
-            return hit, 0, s, w
+            return hit, 0, s, w, age
         if t == -1:
             if oldest > -1:
                 oldest = -1
@@ -115,7 +118,7 @@ def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, alloca
             oldest = stamp[c, s, w]
             victim = w
     if not allocate:
-        return False, 0, s, -1
+        return False, 0, s, -1, -1
     ev = 0
     d = dirty[c, s, victim]
     while d:
@@ -125,14 +128,102 @@ def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, alloca
     valid[c, s, victim] = sector_bit
     dirty[c, s, victim] = sector_bit if write else 0
     stamp[c, s, victim] = now
-    return False, ev, s, victim
+    return False, ev, s, victim, -1
+
+
+#: The owner of a line more than one warp of the kernel touches.
+SHARED_LINE = -2
+
+
+def new_line_owners():
+    """An empty map from a 128-byte line to the one warp that touches it (block x warps per
+    block + warp), or ``SHARED_LINE``; filled by :func:`mark_line_owners`."""
+    from numba import types
+    from numba.typed import Dict
+
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
 @numba.njit(cache=True)
-def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
+def mark_line_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
+                     owners):
+    """Record which warp touches each line of global memory (``owners``, kept from chunk to
+    chunk of a kernel): the lines only one warp touches are its private data, whose reuse
+    the other resident warps crowd out (:func:`_private_reuse`)."""
+    for i in range(kind.shape[0]):
+        k = kind[i]
+        if not (k == K_LOAD_GLOBAL or k == K_STORE_GLOBAL or k == K_ATOMIC
+                or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH):
+            continue
+        w = width[i]
+        if w <= 0:
+            continue
+        gw = tb[i] * warps_per_block + warp[i]
+        last_seen = np.int64(-1)
+        for j in range(addr_off[i], addr_off[i + 1]):
+            for line in range(addrs[j] >> line_shift, ((addrs[j] + w - 1) >> line_shift) + 1):
+                if line == last_seen:
+                    continue
+                last_seen = line
+                o = owners.get(line, np.int64(-1))
+                if o == -1:
+                    owners[line] = gw
+                elif o != gw and o != SHARED_LINE:
+                    owners[line] = SHARED_LINE
+
+
+@numba.njit(cache=True, inline="always")
+def _survives(line, lines_between, n_sets, ways):
+    """Whether ``line`` is still in an LRU cache after ``lines_between`` other lines went
+    through it: it is unless ``ways`` of them fell in its set. Set indices look random
+    (hashed), so that count is Poisson with mean ``lines_between / n_sets``; the line
+    survives when a hash of its address, uniform in [0, 1), is below that probability
+    (normal approximation). Deterministic, and smooth around a full cache, where a fully
+    associative cache would flip from all hits to all misses."""
+    lam = lines_between / n_sets
+    if lam <= 0.0:
+        return True
+    p = 0.5 * (1.0 + math.erf((ways - 0.5 - lam) / math.sqrt(2.0 * lam)))
+    z = ((line ^ (line >> 16)) * 0x45D9F3B) & 0xFFFFFFFF
+    z = ((z ^ (z >> 16)) * 0x45D9F3B) & 0xFFFFFFFF
+    z ^= z >> 16
+    return z / 4294967296.0 < p
+
+
+@numba.njit(cache=True, inline="always")
+def _private_reuse(valid, dirty, c, s, w, private, age, hit, line, bit, co_warps,
+                   sectors_per_line, keep_dirty):
+    """Whether a read hits, given that the simulated cache says ``hit``, and the dirty
+    sectors written back if it does not.
+
+    The trace runs warps one after another, so for a line that only this warp touches
+    (``private``), ``age`` (this cache's sector accesses since the line was last touched)
+    counts this warp's accesses alone. On the GPU the ``co_warps`` warps sharing the cache
+    touch about as many lines each meanwhile, so the line's reuse distance is
+    ``age * co_warps`` sectors, and it may have been pushed out (:func:`_survives`). It is
+    then refetched whole: the line keeps only this sector, and its dirty sectors were
+    written back (``keep_dirty``: this access dirties its own sector again, an atomic)."""
+    if not hit or not private or age < 0:
+        return hit, 0
+    between = age * co_warps / sectors_per_line
+    if _survives(line, between, valid.shape[1], valid.shape[2]):
+        return hit, 0
+    d = dirty[c, s, w] & ~bit if keep_dirty else dirty[c, s, w]
+    written = 0
+    while d:
+        written += d & 1
+        d >>= 1
+    valid[c, s, w] = bit
+    dirty[c, s, w] = bit if keep_dirty else 0
+    return False, written
+
+
+@numba.njit(cache=True)
+def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mod,
                     l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
                     l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, l2_hash, l2_fill,
-                    wave_blocks,
+                    line_owners, l2_start, wave_blocks, warps_per_block, l1_co_warps,
+                    l2_co_warps,
                     sector_shift, line_shift, shared_banks,
                     out_level, out_sectors, out_l2, out_dram, out_wave, totals):
     """Run the memory instructions of one chunk through the caches.
@@ -148,6 +239,14 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
     the same wave brought in is, in time, a miss merged with one in flight. It counts as a
     hit (no DRAM traffic) but reports the DRAM level for latency. ``l2_fill`` holds the
     block that filled each L2 line.
+
+    Warps run one after another, too, which hides how the warps resident at once crowd each
+    other's lines out: a warp's re-read of a line only it touched hits only if the line
+    would have survived the ``l1_co_warps`` (``l2_co_warps``) warps sharing that cache
+    (:func:`_private_reuse`; ``line_owners`` from :func:`mark_line_owners`). That is what
+    makes a softmax over 200 KB rows re-read them from DRAM: 264 resident rows do not fit
+    the L2. ``l2_start`` is the L2's clock before the kernel: a line an earlier kernel left
+    (a warm L2) was not this warp's to reuse.
     """
     n = kind.shape[0]
     secs = np.empty(256, np.int64)
@@ -214,6 +313,7 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
         u = secs[:nu]
         out_sectors[i] = nu
         c = sm_of_block_mod[tb[i]] % n_l1
+        gw = tb[i] * warps_per_block + warp[i]
         write = k == K_STORE_GLOBAL
         rmw = k == K_ATOMIC or k == K_REDUCTION
         level = 0
@@ -223,20 +323,30 @@ def simulate_memory(kind, tb, mask, width, addr_off, addrs, sm_of_block_mod,
             sec = u[q]
             line = sec >> (line_shift - sector_shift)
             bit = np.uint8(1) << np.uint8(sec & (lines_per - 1))
+            private = line_owners.get(line, SHARED_LINE) == gw
             hit1 = False
             if not rmw:
                 totals[0] += 1
-                hit1, _e, _s, _w = _access(l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
-                                           c, line, bit, False, not write, 0)
+                hit1, _e, s1, w1, age1 = _access(l1_tags, l1_valid, l1_dirty, l1_stamp,
+                                                 l1_clock, c, line, bit, False, not write, 0)
+                if not write:
+                    hit1, _e = _private_reuse(l1_valid, l1_dirty, c, s1, w1, private, age1,
+                                              hit1, line, bit, l1_co_warps, lines_per, False)
                 if hit1 and not write:
                     totals[1] += 1
                     continue
             # to the L2
             nl2 += 1
             totals[2] += 1
-            hit2, ev, s2, w2 = _access(l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, 0,
-                                       line, bit, write or rmw, True, l2_hash)
+            hit2, ev, s2, w2, age2 = _access(l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock,
+                                             0, line, bit, write or rmw, True, l2_hash)
             totals[5] += ev
+            if not write:
+                if age2 >= 0 and l2_clock[0] - age2 <= l2_start:
+                    age2 = -1  # last touched by an earlier kernel (a warm L2)
+                hit2, ev = _private_reuse(l2_valid, l2_dirty, 0, s2, w2, private, age2, hit2,
+                                          line, bit, l2_co_warps, lines_per, rmw)
+                totals[5] += ev
             if hit2 or write:
                 totals[3] += 1
                 lv = 1

@@ -1,7 +1,8 @@
 """The model's own constants: what is not a property of the GPU but of how the model
 approximates it. Each says where its value comes from; the calibrated ones were fitted on
 the ``mamba1_scan_step`` H100 records only (``bench/bench_model.py --fit``), so that
-``mamba2_lm_partial`` stays held out.
+``mamba2_lm_partial`` stays held out; ``l2_dirty_share`` on ``mamba2_lm-130m``'s DRAM writes
+only (``--fit-dirty``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ class ModelParams:
     icache_miss_dram_share: float = 0.5
     #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
     dram_efficiency: float = 0.9
+    #: Share of the L2's capacity that still holds dirty data when a kernel ends: the rest
+    #: of what the kernel wrote went to DRAM while it ran (``carry.limit_dirty``). Fitted on
+    #: the ``mamba2_lm-130m`` H100 records' DRAM writes only (bench/bench_model.py).
+    l2_dirty_share: float = 0.3
+    #: Judge a warp's reuse of lines only it touches at the reuse distance the resident
+    #: warps make (``cache._private_reuse``). Off by default: it brings the LM-head
+    #: softmax's DRAM reads to ncu's, but makes its response to fewer SMs wrong (docs/model.md,
+    #: *Method*, step 2), and the what-ifs are what the model is for.
+    private_reuse: bool = False
     #: Kernel-name prefixes of persistent grids with a dynamic tile scheduler: cuBLAS's
     #: sm90 GEMMs launch one block per SM (grid 132 on the H100) whatever the problem size.
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)
