@@ -114,7 +114,7 @@ def add_untraced(state: CacheState, n_lines: int, dirty_like: np.ndarray) -> int
 def limit_dirty(state: CacheState, max_sectors: int) -> int:
     """Write back (clean, not evict) the oldest dirty lines until at most ``max_sectors``
     dirty sectors remain; returns the sectors written. The H100 does not keep a whole L2 of
-    dirty data at a kernel's end: ncu counts as written during the kernel all but 12-25 MB
+    dirty data at a kernel's end: ncu counts as written during the kernel all but 10-22 MB
     of what a kernel dirties, from a 1.6 GB fill to 84 MB of AdamW state (LRU alone would
     keep up to the L2's 50 MiB)."""
     dirty = state.dirty[0]
