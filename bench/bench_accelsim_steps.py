@@ -15,8 +15,6 @@ only renamed (VIADD, REDG, ...); from results.h5 the records, compared three way
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -32,6 +30,8 @@ from simfront.sim.accelsim.lowering import LOWERED_OPS, RENAME_OPS, TMA_LOADS, T
 from simfront.stats.h5store import read_records
 from simfront.stats.matching import mape, pearson
 from simfront.stats.ncu import read_ncu_csv
+from simfront.sweep.store import JobStore
+from simfront.sweep.worker import finished_result
 from simfront.traces.store import TraceStore
 
 #: The model's launch and drain cycles, which ncu's elapsed cycles include and Accel-Sim's
@@ -46,43 +46,42 @@ HOPPER_ONLY = LOWERED_OPS - set(RENAME_OPS)
 WARPGROUP_TMA = frozenset({"HGMMA", "QGMMA", "IGMMA", "SYNCS"}) | TMA_LOADS | TMA_STORES
 
 
-def job_times(sweep: Path) -> dict:
+def done_jobs(sweep: Path) -> pd.DataFrame:
+    """The sweep's planned jobs that finished, from its job store."""
+    jobs = JobStore(sweep).table()
+    return jobs[jobs["state"] == "done"]
+
+
+def job_times(jobs: pd.DataFrame) -> dict:
     """Per backend: jobs, CPU time (the jobs' own wall times, one core each) and the
     longest job; and the wall time from the first Accel-Sim job's start to the last one's
     end (model jobs may have been run again later, under a new model version)."""
-    with sqlite3.connect(sweep / "jobs.sqlite") as db:
-        rows = db.execute("select backend, count(*), sum(wall_s), min(started_at), "
-                          "max(finished_at), max(wall_s) from jobs where in_plan = 1 and "
-                          "state = 'done' group by backend").fetchall()
-        span = db.execute("select min(started_at), max(finished_at) from jobs "
-                          "where in_plan = 1 and backend = 'accelsim'").fetchone()
-    out = {b: {"jobs": n, "cpu_s": s or 0.0, "longest_s": mx or 0.0} for b, n, s, _, _, mx in rows}
-    out["wall_s"] = (span[1] - span[0]) if span[0] and span[1] else float("nan")
+    out = {b: {"jobs": len(g), "cpu_s": float(g["wall_s"].sum()),
+               "longest_s": float(g["wall_s"].max())} for b, g in jobs.groupby("backend")}
+    acc = jobs[jobs["backend"] == "accelsim"]
+    out["wall_s"] = (float(acc["finished_at"].max() - acc["started_at"].min())
+                     if len(acc) else float("nan"))
     return out
 
 
-def lowering(sweep: Path) -> pd.DataFrame:
+def lowering(sweep: Path, jobs: pd.DataFrame) -> pd.DataFrame:
     """Per Accel-Sim launch: workload, kernel id, lowered (a Hopper-only opcode rewritten),
     renamed only, refused, instructions in and out."""
-    with sqlite3.connect(sweep / "jobs.sqlite") as db:
-        jobs = db.execute("select job_id, workload from jobs where in_plan = 1 and "
-                          "backend = 'accelsim' and state = 'done'").fetchall()
     rows = []
-    for job_id, workload in jobs:
-        res = json.loads((sweep / "jobs" / job_id / "result.json").read_text())
+    for job in jobs[jobs["backend"] == "accelsim"].itertuples():
+        res = finished_result(sweep, job.job_id) or {}
         compat = (res.get("provenance") or {}).get("isa_compat") or {}
         for file, k in (compat.get("kernels") or {}).items():
             ops = set((k.get("rewritten") or {}))
-            rows.append({"workload": workload, "file": file,
-                         "lowered": bool(ops & HOPPER_ONLY),
-                         "warpgroup_tma": bool(ops & WARPGROUP_TMA), "renamed_only": bool(ops) and
-                         not ops & HOPPER_ONLY, "refused": False,
+            lowered = bool(ops & HOPPER_ONLY)
+            rows.append({"workload": job.workload, "file": file, "lowered": lowered,
+                         "warpgroup_tma": bool(ops & WARPGROUP_TMA),
+                         "renamed_only": bool(ops) and not lowered, "refused": False,
                          "instructions_in": k.get("instructions_in"),
                          "instructions_out": k.get("instructions_out")})
         for file in (compat.get("refused") or {}):
-            rows.append({"workload": workload, "file": file, "lowered": False,
-                         "warpgroup_tma": False,
-                         "renamed_only": False, "refused": True})
+            rows.append({"workload": job.workload, "file": file, "lowered": False,
+                         "warpgroup_tma": False, "renamed_only": False, "refused": True})
     return pd.DataFrame(rows)
 
 
@@ -106,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         if p.is_file():
             hw[str(w)] = read_ncu_csv(p)
     t = three_way(records, hw)
-    times = job_times(sweep)
-    low = lowering(sweep)
+    jobs = done_jobs(sweep)
+    times = job_times(jobs)
+    low = lowering(sweep, jobs)
     low["kernel_id"] = low["file"].map(kernel_id)
     k = t.kernels.merge(low.drop_duplicates(["workload", "kernel_id"])[
         ["workload", "kernel_id", "lowered", "warpgroup_tma", "renamed_only", "refused"]],
