@@ -135,6 +135,10 @@ def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, alloca
 SHARED_LINE = -2
 
 
+#: Bits of an L1 owner key that hold the cache (the SM): ``(line << L1_KEY_BITS) | cache``.
+L1_KEY_BITS = 12
+
+
 def new_line_owners():
     """An empty map from a 128-byte line to the one warp that touches it (block x warps per
     block + warp), or ``SHARED_LINE``; filled by :func:`mark_line_owners`."""
@@ -145,31 +149,52 @@ def new_line_owners():
 
 
 @numba.njit(cache=True)
-def mark_line_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
-                     owners):
-    """Record which warp touches each line of global memory (``owners``, kept from chunk to
-    chunk of a kernel): the lines only one warp touches are its private data, whose reuse
-    the other resident warps crowd out (:func:`_private_reuse`)."""
+def _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
+                 cache_of_block, n_caches, key_bits, reads_only, owners):
+    """The owner of each line (keyed ``(line << key_bits) | cache``): the one warp that
+    touches it, or ``SHARED_LINE``."""
     for i in range(kind.shape[0]):
         k = kind[i]
-        if not (k == K_LOAD_GLOBAL or k == K_STORE_GLOBAL or k == K_ATOMIC
-                or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH):
+        if not (k == K_LOAD_GLOBAL or k == K_ASYNC_COPY or k == K_PREFETCH
+                or (not reads_only and (k == K_STORE_GLOBAL or k == K_ATOMIC
+                                        or k == K_REDUCTION))):
             continue
         w = width[i]
         if w <= 0:
             continue
         gw = tb[i] * warps_per_block + warp[i]
+        c = cache_of_block[tb[i] % cache_of_block.shape[0]] % n_caches
         last_seen = np.int64(-1)
         for j in range(addr_off[i], addr_off[i + 1]):
             for line in range(addrs[j] >> line_shift, ((addrs[j] + w - 1) >> line_shift) + 1):
                 if line == last_seen:
                     continue
                 last_seen = line
-                o = owners.get(line, np.int64(-1))
+                key = (line << key_bits) | c
+                o = owners.get(key, np.int64(-1))
                 if o == -1:
-                    owners[line] = gw
+                    owners[key] = gw
                 elif o != gw and o != SHARED_LINE:
-                    owners[line] = SHARED_LINE
+                    owners[key] = SHARED_LINE
+
+
+def mark_line_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
+                     owners):
+    """Record which warp touches each line of global memory (``owners``, kept from chunk to
+    chunk of a kernel): the lines only one warp touches are its private data, whose reuse
+    the other resident warps crowd out (:func:`_private_reuse`)."""
+    _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
+                 np.zeros(1, np.int64), 1, 0, False, owners)
+
+
+def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
+                   cache_of_block, n_caches, owners):
+    """Which warp reads each line of global memory in each L1 (``owners``, keyed
+    ``(line << L1_KEY_BITS) | cache``): a line only one warp of an SM reads is that warp's
+    own in that SM's L1, even when warps of other SMs read it too (a transposing copy's
+    lines are shared by the blocks of 16 SMs, each reading its own two bytes of a sector)."""
+    _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
+                 cache_of_block, n_caches, L1_KEY_BITS, True, owners)
 
 
 @numba.njit(cache=True, inline="always")
@@ -223,7 +248,7 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                     l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
                     l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, l2_hash, l2_fill,
                     line_owners, l2_start, wave_blocks, warps_per_block, l1_co_warps,
-                    l2_co_warps,
+                    l2_co_warps, l1_owners, l1_astamp, l1_aclock, l1_line_slots,
                     sector_shift, line_shift, shared_banks,
                     out_level, out_sectors, out_l2, out_dram, out_wave, totals):
     """Run the memory instructions of one chunk through the caches.
@@ -247,6 +272,14 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
     makes a softmax over 200 KB rows re-read them from DRAM: 264 resident rows do not fit
     the L2. ``l2_start`` is the L2's clock before the kernel: a line an earlier kernel left
     (a warm L2) was not this warp's to reuse.
+
+    The L1 likewise (``l1_owners`` from :func:`mark_l1_owners`, empty to leave it out): a
+    warp's re-read of a line only it reads on its SM hits only if the line survives the
+    lines the SM's resident warps touch meanwhile, ``l1_co_warps`` times the lines this
+    warp touched since it last touched it (``l1_astamp`` against ``l1_aclock``, counted once
+    per line and instruction, not per sector: a strided load touches a line per lane). A
+    transposing copy's 64 resident warps each touch 32 lines per load, so the four loads a
+    warp makes of the same sectors find them evicted about half the time.
     """
     n = kind.shape[0]
     secs = np.empty(256, np.int64)
@@ -311,7 +344,15 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                 secs[nu] = secs[a]
                 nu += 1
         u = secs[:nu]
-        out_sectors[i] = nu
+        # The L1 serves one 128-byte line per cycle whatever its sectors: a load whose lanes
+        # fall in 32 lines takes 32 cycles, not the 8 its 32 sectors would at 4 per cycle.
+        # Counted in sector slots (lines x sectors per line) for the issue model.
+        n_lines = 0
+        for q in range(nu):
+            if q == 0 or (u[q] >> (line_shift - sector_shift)) != \
+                    (u[q - 1] >> (line_shift - sector_shift)):
+                n_lines += 1
+        out_sectors[i] = max(nu, n_lines * lines_per) if l1_line_slots else nu
         c = sm_of_block_mod[tb[i]] % n_l1
         gw = tb[i] * warps_per_block + warp[i]
         write = k == K_STORE_GLOBAL
@@ -319,6 +360,7 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
         level = 0
         nl2 = 0
         nd = 0
+        last_line = np.int64(-1)
         for q in range(u.shape[0]):
             sec = u[q]
             line = sec >> (line_shift - sector_shift)
@@ -332,6 +374,18 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                 if not write:
                     hit1, _e = _private_reuse(l1_valid, l1_dirty, c, s1, w1, private, age1,
                                               hit1, line, bit, l1_co_warps, lines_per, False)
+                    if w1 >= 0 and len(l1_owners) > 0:
+                        if line != last_line:
+                            l1_aclock[c] += 1  # one touch per line and instruction
+                            last_line = line
+                        if hit1 and age1 >= 0 and l1_owners.get((line << L1_KEY_BITS) | c,
+                                                                SHARED_LINE) == gw:
+                            between = (l1_aclock[c] - 1 - l1_astamp[c, s1, w1]) * l1_co_warps
+                            if not _survives(line, between, l1_valid.shape[1],
+                                             l1_valid.shape[2]):
+                                hit1 = False
+                                l1_valid[c, s1, w1] = bit
+                        l1_astamp[c, s1, w1] = l1_aclock[c]
                 if hit1 and not write:
                     totals[1] += 1
                     continue

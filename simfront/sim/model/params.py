@@ -44,6 +44,16 @@ class ModelParams:
     #: softmax's DRAM reads to ncu's, but makes its response to fewer SMs wrong (docs/model.md,
     #: *Method*, step 2), and the what-ifs are what the model is for.
     private_reuse: bool = False
+    #: Judge a warp's L1 reuse of lines only it reads on its SM at the line allocations
+    #: the SM's resident warps make meanwhile (``cache.mark_l1_owners``). Unlike
+    #: ``private_reuse`` it does not move with the SM count (an SM's resident warps do not).
+    l1_crowding: bool = True
+    #: The L1 takes a cycle per 128-byte line a global access touches (``cache``):
+    #: uncoalesced lanes cost a line each, not a quarter of one. Off by default: it brings
+    #: the paper sets' scattered copies nearer ncu, but slows the cutlass GEMMs of the tiny
+    #: sets, which the model already times too slow (bench/RESULTS.md, *the L1 under
+    #: resident warps*).
+    l1_line_cycles: bool = False
     #: Kernel-name prefixes of persistent grids with a dynamic tile scheduler: cuBLAS's
     #: sm90 GEMMs launch one block per SM (grid 132 on the H100) whatever the problem size.
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simfront.errors import TraceFormatError
-from simfront.sim.model.cache import (HASH_LINEAR, CacheState, l2_state, mark_line_owners,
-                                      new_line_owners, simulate_memory)
+from simfront.sim.model.cache import (HASH_LINEAR, CacheState, l2_state, mark_l1_owners,
+                                      mark_line_owners, new_line_owners, simulate_memory)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
 from simfront.sim.model.decode import N_PIPES, build_optable, pipe_timing
 from simfront.sim.model.issue import N_REASONS, run_sm
@@ -194,6 +194,9 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         clock_before = carried.start_clock()
     l2_fill = np.full(l2.tags.shape, -1, np.int64)
     line_owners = new_line_owners()
+    l1_owners = new_line_owners()
+    l1_astamp = np.zeros(l1.tags.shape, np.int64)
+    l1_aclock = np.zeros(l1.tags.shape[0], np.int64)
     wave_blocks = max(1, S * occ.blocks_per_sm)
     W = occ.warps_per_block
     # The warps that share a cache at once, whose traffic the one-warp-at-a-time trace pass
@@ -240,12 +243,15 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         if params.private_reuse:  # no owners, no private lines: reuse as the trace runs
             mark_line_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift,
                              line_owners)
+        if params.l1_crowding:
+            mark_l1_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift, sm_of,
+                           l1.tags.shape[0], l1_owners)
         simulate_memory(kind, tb, warp, chunk.mask, width, addr_off, addrs, sm_of,
                         l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock,
                         l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, l2.hash_kind,
                         l2_fill, line_owners, clock_before, wave_blocks, W, l1_co_warps,
-                        l2_co_warps,
-                        sector_shift, line_shift, sm.l1.banks,
+                        l2_co_warps, l1_owners, l1_astamp, l1_aclock,
+                        params.l1_line_cycles, sector_shift, line_shift, sm.l1.banks,
                         level, sectors, l2s, drams, waves, totals)
         sel = (tb < sm0_blocks) if sampled else (tb % S == 0)
         if sel.any():
