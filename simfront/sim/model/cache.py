@@ -344,15 +344,17 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                 secs[nu] = secs[a]
                 nu += 1
         u = secs[:nu]
-        # The L1 serves one 128-byte line per cycle whatever its sectors: a load whose lanes
-        # fall in 32 lines takes 32 cycles, not the 8 its 32 sectors would at 4 per cycle.
-        # Counted in sector slots (lines x sectors per line) for the issue model.
-        n_lines = 0
-        for q in range(nu):
-            if q == 0 or (u[q] >> (line_shift - sector_shift)) != \
-                    (u[q - 1] >> (line_shift - sector_shift)):
-                n_lines += 1
-        out_sectors[i] = max(nu, n_lines * lines_per) if l1_line_slots else nu
+        out_sectors[i] = nu
+        if l1_line_slots:
+            # The L1 serves one 128-byte line per cycle whatever its sectors: a load whose
+            # lanes fall in 32 lines takes 32 cycles, not the 8 its 32 sectors would at 4 per
+            # cycle. Counted in sector slots (lines x sectors per line) for the issue model.
+            n_lines = 0
+            for q in range(nu):
+                if q == 0 or (u[q] >> (line_shift - sector_shift)) != \
+                        (u[q - 1] >> (line_shift - sector_shift)):
+                    n_lines += 1
+            out_sectors[i] = max(nu, n_lines * lines_per)
         c = sm_of_block_mod[tb[i]] % n_l1
         gw = tb[i] * warps_per_block + warp[i]
         write = k == K_STORE_GLOBAL

@@ -44,8 +44,8 @@ class ModelParams:
     #: softmax's DRAM reads to ncu's, but makes its response to fewer SMs wrong (docs/model.md,
     #: *Method*, step 2), and the what-ifs are what the model is for.
     private_reuse: bool = False
-    #: Judge a warp's L1 reuse of lines only it reads on its SM at the line allocations
-    #: the SM's resident warps make meanwhile (``cache.mark_l1_owners``). Unlike
+    #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
+    #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike
     #: ``private_reuse`` it does not move with the SM count (an SM's resident warps do not).
     l1_crowding: bool = True
     #: The L1 takes a cycle per 128-byte line a global access touches (``cache``):
