@@ -47,7 +47,8 @@ def targets(results) -> list[str]:
     """The paper-size sets against issue 12's targets: SM count, step within 3% at every
     count and per-launch MAPE <= 8% at 64 SMs; H200, step within 3% and MAPE <= 8%."""
     out = []
-    for name in sorted({r.workload for r in results if r.workload.endswith("-paper")}):
+    for name in sorted({r.workload for r in results
+                        if r.workload.endswith(("-paper", "-paper-box"))}):
         rs = {r.condition: r for r in results if r.workload == name}
         sms = [r for c, r in rs.items() if c.startswith("h100-sms")]
         parts = []

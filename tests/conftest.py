@@ -40,3 +40,11 @@ def scan_step() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def h100():
+    """The shipped H100 description, as the model tests time kernels on it."""
+    from simfront.gpu import load_gpu
+
+    return load_gpu("h100")

@@ -16,13 +16,6 @@ from simfront.traces.reader import TraceSet
 TRACES = repo_dir("traces")
 
 
-@pytest.fixture(scope="module")
-def h100():
-    from simfront.gpu import load_gpu
-
-    return load_gpu("h100")
-
-
 def _tiny(stem: str):
     return TraceSet(TRACES / "mamba1_lm-tiny").kernel(stem)
 

@@ -22,13 +22,6 @@ PRIVATE = DEFAULT_PARAMS.with_(private_reuse=True)
 
 
 @pytest.fixture(scope="module")
-def h100():
-    from simfront.gpu import load_gpu
-
-    return load_gpu("h100")
-
-
-@pytest.fixture(scope="module")
 def ncu_rows():
     pairs, _ = pair_launches(PAPER, read_ncu(PAPER / "ncu.csv"))
     return {p.kernel.path.name.split(".")[0]: p.row for p in pairs}

@@ -21,13 +21,6 @@ pytestmark = pytest.mark.skipif(not (SET / "kernelslist.g").is_file(),
 
 
 @pytest.fixture(scope="module")
-def h100():
-    from simfront.gpu import load_gpu
-
-    return load_gpu("h100")
-
-
-@pytest.fixture(scope="module")
 def launches() -> dict[str, tuple[dict, object, float]]:
     """label -> (design row, traced kernel, H100 cycles). The table, the traces and the ncu
     rows are all in launch order (bench/bench_ubench.py checks names and shapes)."""

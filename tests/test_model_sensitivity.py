@@ -11,13 +11,6 @@ from simfront.paths import REPO_ROOT
 from conftest import LM_PARTIAL
 
 
-@pytest.fixture(scope="module")
-def h100():
-    from simfront.gpu import load_gpu
-
-    return load_gpu("h100")
-
-
 def _prep(ts_dir, kid, gpu):
     from simfront.sim.model.simulate import prepare_kernel
     from simfront.traces.reader import TraceSet

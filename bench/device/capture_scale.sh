@@ -3,6 +3,7 @@
 # deduplication and a CTA cap (--sample first:8), their CUPTI timelines (wall step, GPU-busy
 # share), and ncu (core metrics) over as many launches of the window as the time left allows.
 #   bash bench/device/capture_scale.sh ["m2_130m m1_130m"] [budget_s]
+#   (also the box-sampled paper steps: bash bench/device/capture_scale.sh "m2pb m1pb" 500)
 # Jobs are capture_suite.py's: m2_130m (Mamba2 130M, 24 layers, 4 x 2048) first, then
 # m1_130m with the time that remains; NCU_SKIP=N starts ncu's range N launches into the window.
 # Carry: .carry/bin/simfront_tracer.so (the dedup tracer, 1.2) or .carry/nvbit/core (NVBit's public

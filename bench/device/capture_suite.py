@@ -263,6 +263,12 @@ JOBS.update({
                               baseline=False, timeout=min(300, budget_left()), dedup=True),
     "m1pd": lambda: job_trace("mamba1_paper_dedup", paper_point("mamba1_lm"), sample="first:8",
                               baseline=False, timeout=min(300, budget_left()), dedup=True),
+    # the paper steps traced with box sampling (tracer 1.3): two of every grid dimension
+    # beyond x, so the model sees what the heads of a Triton SSD kernel share
+    "m2pb": lambda: job_trace("mamba2_paper_box", paper_point("mamba2_lm"), sample="box:8",
+                              baseline=False, timeout=min(330, budget_left())),
+    "m1pb": lambda: job_trace("mamba1_paper_box", paper_point("mamba1_lm"), sample="box:8",
+                              baseline=False, timeout=min(300, budget_left())),
     # 130M Mamba2 timelines at the long lengths (8192 tokens a step; 16384 at batch 1)
     "tL8192": lambda: job_timeline("mamba2_130m_L8192", scale_step(
         "mamba2_lm", "130m", ("seqlen=8192", "batch=1")), "all,64", min(120, budget_left())),

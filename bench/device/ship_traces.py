@@ -45,7 +45,12 @@ SETS = (("mamba2_tiny", "mamba2_lm", "tiny", Sampling(1, 32), (), "mamba2_lm-tin
         ("mamba2_paper_L1024", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=1024", "batch=8"),
          "mamba2_lm-paper-L1024"),
         ("mamba2_paper_L4096", "mamba2_lm", "paper", Sampling(1, 8), ("seqlen=4096", "batch=2"),
-         "mamba2_lm-paper-L4096"))
+         "mamba2_lm-paper-L4096"),
+        # the paper steps with box sampling (tracer 1.3): what the SSD kernels' heads share
+        ("mamba2_paper_box", "mamba2_lm", "paper", Sampling.parse("box:8"), (),
+         "mamba2_lm-paper-box"),
+        ("mamba1_paper_box", "mamba1_lm", "paper", Sampling.parse("box:8"), (),
+         "mamba1_lm-paper-box"))
 TRACER_SHA256: str | None = None
 MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda": "13.0"}
 

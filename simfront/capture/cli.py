@@ -36,7 +36,7 @@ def _step_options(f):
 @click.option("--window", default="iteration", show_default=True,
               help="iteration | nvtx:NAME | kernel:REGEX | all")
 @click.option("--sample", default="none", show_default=True,
-              help="CTA sampling: none | every:K | first:N | every:K,first:N")
+              help="CTA sampling: none | every:K | first:N | every:K,first:N | box:N")
 @click.option("--tracer", type=click.Path(dir_okay=False, path_type=Path),
               help="NVBit tool (.so): simfront's (default: the built one or $SIMFRONT_TRACER) "
                    "or Accel-Sim's tracer_tool.so.")

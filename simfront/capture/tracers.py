@@ -58,16 +58,31 @@ class Window:
 @dataclass(frozen=True)
 class Sampling:
     """CTA sampling: trace every ``stride``-th CTA of a launch, at most ``max_ctas`` of them
-    (0: no limit). Recorded in each kernel header (``-tb sampling``) so a model can scale."""
+    (0: no limit). Recorded in each kernel header (``-tb sampling``) so a model can scale.
+
+    ``box`` takes the ``max_ctas`` as a box of the grid's first blocks with two of every
+    dimension beyond x that has two (tracer 1.3): first-N in launch order sees one z-plane
+    of a 3-D grid, so data every plane re-reads looks private to it."""
 
     stride: int = 1
     max_ctas: int = 0
+    box: bool = False
 
     @classmethod
     def parse(cls, text: str | None) -> "Sampling":
-        """``none``, ``every:K``, ``first:N`` or ``every:K,first:N``."""
+        """``none``, ``every:K``, ``first:N``, ``every:K,first:N`` or ``box:N``."""
         if not text or text == "none":
             return cls()
+        if text.startswith("box:"):
+            try:
+                n = int(text[4:])
+            except ValueError:
+                raise InputError(f"bad sampling '{text}': box:N takes a number",
+                                 field="sample") from None
+            if n < 2:
+                raise InputError(f"box sampling needs at least 2 blocks, got '{text}'",
+                                 field="sample")
+            return cls(1, n, box=True)
         stride, max_ctas = 1, 0
         for part in text.split(","):
             key, _, val = part.partition(":")
@@ -83,13 +98,16 @@ class Sampling:
             elif key == "first":
                 max_ctas = n
             else:
-                raise InputError(f"bad sampling '{text}': use every:K, first:N or both",
+                raise InputError(f"bad sampling '{text}': use every:K, first:N, both, "
+                                 "or box:N",
                                  field="sample")
         if stride > 4095:
             raise InputError("sampling stride above 4095", field="sample")
         return cls(stride, max_ctas)
 
     def __str__(self) -> str:
+        if self.box:
+            return f"box:{self.max_ctas}"
         parts = []
         if self.stride > 1:
             parts.append(f"every:{self.stride}")
@@ -119,7 +137,8 @@ class Tracer:
             env.update(SIMFRONT_TRACE_DIR=str(out_dir), NVTX_INJECTION64_PATH=str(self.path),
                        SIMFRONT_COMPRESS=compress,
                        SIMFRONT_SAMPLE_STRIDE=str(sampling.stride),
-                       SIMFRONT_SAMPLE_MAX_CTAS=str(sampling.max_ctas))
+                       SIMFRONT_SAMPLE_MAX_CTAS=str(sampling.max_ctas),
+                       SIMFRONT_SAMPLE_BOX="1" if sampling.box else "0")
             if window.kind == "iteration":
                 env["SIMFRONT_WINDOW"] = "profiler"
             elif window.kind == "all":

@@ -259,6 +259,10 @@ def drive(store: JobStore, ex: Executor, progress: bool = True, wait: bool = Tru
                     break  # submitted; the scheduler runs them
                 done, lost = ex.poll(0.5)
                 _apply(store, done, lost, bar, summary)
+            if stop.set:
+                # Results already sent are finished work: record them rather than give their
+                # jobs back to the queue.
+                _apply(store, *ex.poll(0.0), bar, summary)
         finally:
             summary.interrupted = stop.set
             stopped = ex.shutdown(interrupted=stop.set)

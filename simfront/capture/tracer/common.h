@@ -11,10 +11,15 @@
 /* launch word (64 bits, set per launch through nvbit_set_at_launch):
  *   bits  0..23  launch slot (0: do not record)
  *   bits 24..35  CTA sampling stride (0 or 1: every CTA)
- *   bits 36..63  CTA limit after striding (0: no limit) */
+ *   bits 36..63  CTA limit after striding (0: no limit)
+ * or, with bit 63 set (box sampling), the CTAs with x < bx, y < by, z < bz:
+ *   bits 36..44 bx, 45..53 by, 54..62 bz (each at most 511) */
 #define SF_LW_SLOT(w) ((uint32_t)((w)&0xffffffull))
 #define SF_LW_STRIDE(w) ((uint32_t)(((w) >> 24) & 0xfffull))
 #define SF_LW_MAXCTA(w) ((uint32_t)((w) >> 36))
+#define SF_LW_IS_BOX(w) (((w) >> 63) & 1ull)
+#define SF_LW_BOX(w, d) ((uint32_t)(((w) >> (36 + 9 * (d))) & 0x1ffull))
+#define SF_LW_BOX_MAX 511u
 #define SF_SENTINEL_SLOT 0xffffffu
 
 /* Census of a sampled launch: the managed launch-word block holds, after the word itself,

@@ -18,20 +18,28 @@ extern "C" __device__ __noinline__ void sf_trace(int pred, uint32_t sid, int is_
   if (slot == 0) return;
   const int4 cta = get_ctaid();
   /* sampling is decided per CTA, so the whole warp leaves together */
-  const uint32_t stride = SF_LW_STRIDE(launch_word) > 1 ? SF_LW_STRIDE(launch_word) : 1;
-  const uint32_t maxcta = SF_LW_MAXCTA(launch_word);
+  const bool box = SF_LW_IS_BOX(launch_word);
+  const uint32_t stride =
+      !box && SF_LW_STRIDE(launch_word) > 1 ? SF_LW_STRIDE(launch_word) : 1;
+  const uint32_t maxcta = box ? 0 : SF_LW_MAXCTA(launch_word);
   const uint64_t lin = (uint64_t)cta.x + (uint64_t)cta.y * gridDim.x +
                        (uint64_t)cta.z * gridDim.x * gridDim.y;
   const uint32_t active = __activemask();
-  if ((stride > 1 || maxcta) && cur) {
+  if ((box || stride > 1 || maxcta) && cur) {
     /* census over every CTA of a sampled (non-graph) launch: one count per warp */
     if (get_laneid() == __ffs(active) - 1) {
       uint64_t *census = (uint64_t *)pcur_word + SF_CENSUS_OFFSET;
       atomicAdd((unsigned long long *)&census[get_smid() % SF_CENSUS_STRIPES], 1ull);
     }
   }
-  if (lin % stride) return;
-  if (maxcta && lin / stride >= maxcta) return;
+  if (box) {
+    if (cta.x >= (int)SF_LW_BOX(launch_word, 0) || cta.y >= (int)SF_LW_BOX(launch_word, 1) ||
+        cta.z >= (int)SF_LW_BOX(launch_word, 2))
+      return;
+  } else {
+    if (lin % stride) return;
+    if (maxcta && lin / stride >= maxcta) return;
+  }
 
   const uint32_t predmask = __ballot_sync(active, pred);
   const int lane = get_laneid();

@@ -21,6 +21,8 @@
  *   SIMFRONT_KERNEL_REGEX   ECMAScript regex on the demangled or mangled name
  *   SIMFRONT_SAMPLE_STRIDE  trace every k-th CTA (default 1)
  *   SIMFRONT_SAMPLE_MAX_CTAS  trace at most N CTAs of each launch (default 0: all)
+ *   SIMFRONT_SAMPLE_BOX     1: the N CTAs are a box of the grid's first ones, with two of
+ *                           every grid dimension beyond x that has two (sample_box())
  *   SIMFRONT_MAX_KERNELS    stop tracing after N traced launches (default 0: no limit)
  *   SIMFRONT_LIST_ONLY      1: instrument nothing, write only the launch sidecar
  *   SIMFRONT_COMPRESS       xz | zstd | none (default xz)
@@ -72,7 +74,7 @@
 #include "nvtx3/nvToolsExt.h"
 
 #define SF_TRACER_NAME "simfront-tracer"
-#define SF_TRACER_VERSION "1.2"
+#define SF_TRACER_VERSION "1.3"
 #define SF_FORMAT_VERSION "5"
 #define CHANNEL_SIZE (1l << 24)
 
@@ -86,6 +88,7 @@ static std::string g_regex_src;
 static std::regex g_regex;
 static bool g_have_regex = false;
 static uint32_t g_stride = 1, g_maxcta = 0;
+static int g_box = 0;
 static long g_max_kernels = 0;
 static int g_list_only = 0, g_verbose = 0, g_writers = 4;
 static std::string g_compress = "xz";
@@ -221,6 +224,24 @@ static void mkdirs(const std::string &p) {
   }
   mkdir(p.c_str(), 0755);
 }
+/* Box sampling: at most n CTAs, the grid's first ones along each dimension, with two of
+ * every dimension beyond x that has two. First-N in launch order sees one z-plane (one head
+ * of a Triton SSD kernel), so data every plane re-reads (B and C, shared by the heads)
+ * looks private; two of each dimension show which lines the blocks share, and along which
+ * dimension, so a model can extrapolate the grid's DRAM traffic from them. */
+static void sample_box(uint32_t n, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t box[3]) {
+  const uint32_t g[3] = {gx, gy, gz};
+  box[0] = box[1] = box[2] = 1;
+  for (int d = 2; d >= 1; --d)
+    if (g[d] > 1 && box[0] * box[1] * box[2] * 2 <= n) box[d] = 2;
+  for (int d = 0; d < 3; ++d) {
+    uint32_t others = box[0] * box[1] * box[2] / box[d];
+    uint32_t want = n / others;
+    if (want > box[d]) box[d] = want < g[d] ? want : g[d];
+    if (box[d] > SF_LW_BOX_MAX) box[d] = SF_LW_BOX_MAX;
+  }
+}
+
 static bool window_open() {
   if (g_window == "all") return true;
   if (g_window == "profiler") return g_profiler_on.load();
@@ -687,7 +708,12 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
     return nullptr;
   }
   uint64_t traced_ctas = 0;
-  if (traced) {
+  uint32_t box[3] = {0, 0, 0};
+  const bool boxed = g_box && g_maxcta && nctas > g_maxcta;
+  if (traced && boxed) {
+    sample_box(g_maxcta, li.gx, li.gy, li.gz, box);
+    traced_ctas = (uint64_t)box[0] * box[1] * box[2];
+  } else if (traced) {
     uint64_t strided = (nctas + g_stride - 1) / g_stride;
     traced_ctas = g_maxcta ? std::min<uint64_t>(strided, g_maxcta) : strided;
   }
@@ -720,6 +746,10 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
              kid, g_compress == "xz" ? ".xz" : (g_compress == "zstd" ? ".zst" : ""), g_stride,
              g_maxcta, (unsigned long long)traced_ctas);
     js += b;
+    if (boxed) {
+      snprintf(b, sizeof b, ", \"sample_box\": [%u, %u, %u]", box[0], box[1], box[2]);
+      js += b;
+    }
   }
   js += "}\n";
   fputs(js.c_str(), g_sidecar);
@@ -762,9 +792,15 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   h += b;
   snprintf(b, sizeof b,
            "-simfront tracer = %s %s\n-launch api = %s\n-cuda graph = %d\n"
-           "-tb sampling = stride %u max %u traced %llu of %llu\n",
-           SF_TRACER_NAME, SF_TRACER_VERSION, li.api, li.graph ? 1 : 0, g_stride, g_maxcta,
-           (unsigned long long)traced_ctas, (unsigned long long)nctas);
+           "-tb sampling = stride %u max %u ",
+           SF_TRACER_NAME, SF_TRACER_VERSION, li.api, li.graph ? 1 : 0, g_stride, g_maxcta);
+  h += b;
+  if (boxed) {
+    snprintf(b, sizeof b, "box %u,%u,%u ", box[0], box[1], box[2]);
+    h += b;
+  }
+  snprintf(b, sizeof b, "traced %llu of %llu\n", (unsigned long long)traced_ctas,
+           (unsigned long long)nctas);
   h += b;
   h += "\n#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] "
        "mem_width [adrrescompress?] [mem_addresses] immediate\n\n";
@@ -778,6 +814,9 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   }
   uint32_t stride_bits = g_stride > 0xfff ? 0xfff : g_stride;
   uint64_t word = (uint64_t)slot | ((uint64_t)stride_bits << 24) | ((uint64_t)g_maxcta << 36);
+  if (boxed)
+    word = (uint64_t)slot | (1ull << 24) | ((uint64_t)box[0] << 36) | ((uint64_t)box[1] << 45) |
+           ((uint64_t)box[2] << 54) | (1ull << 63);
   if (li.graph) {
     nvbit_set_at_launch(ctx, f, word, li.stream, graph_handle);
   } else {
@@ -981,6 +1020,15 @@ void nvbit_at_init() {
   if (g_stride > 0xfff) g_stride = 0xfff;
   g_maxcta = (uint32_t)env_long("SIMFRONT_SAMPLE_MAX_CTAS", 0);
   if (g_maxcta > 0xfffffff) g_maxcta = 0xfffffff;
+  g_box = (int)env_long("SIMFRONT_SAMPLE_BOX", 0);
+  if (g_box && !g_maxcta) {
+    fprintf(stderr, "[simfront-tracer] SIMFRONT_SAMPLE_BOX needs SIMFRONT_SAMPLE_MAX_CTAS\n");
+    _exit(3);
+  }
+  if (g_box && g_stride > 1) {
+    fprintf(stderr, "[simfront-tracer] SIMFRONT_SAMPLE_BOX takes no SIMFRONT_SAMPLE_STRIDE\n");
+    _exit(3);
+  }
   g_max_kernels = env_long("SIMFRONT_MAX_KERNELS", 0);
   g_list_only = (int)env_long("SIMFRONT_LIST_ONLY", 0);
   g_verbose = (int)env_long("SIMFRONT_VERBOSE", 0);

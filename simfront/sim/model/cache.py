@@ -148,11 +148,27 @@ def new_line_owners():
     return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
+@numba.njit(cache=True, inline="always")
+def row_lines(addr_off, addrs, i, w, line_shift, out):
+    """The lines row ``i``'s lanes touch (``w`` bytes each), a line repeated by neighbouring
+    lanes once, into ``out``; returns how many."""
+    n = 0
+    last_seen = np.int64(-1)
+    for j in range(addr_off[i], addr_off[i + 1]):
+        for line in range(addrs[j] >> line_shift, ((addrs[j] + w - 1) >> line_shift) + 1):
+            if line != last_seen and n < out.shape[0]:
+                out[n] = line
+                n += 1
+            last_seen = line
+    return n
+
+
 @numba.njit(cache=True)
 def _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
                  cache_of_block, n_caches, key_bits, reads_only, owners):
     """The owner of each line (keyed ``(line << key_bits) | cache``): the one warp that
     touches it, or ``SHARED_LINE``."""
+    buf = np.empty(512, np.int64)
     for i in range(kind.shape[0]):
         k = kind[i]
         if not (k == K_LOAD_GLOBAL or k == K_ASYNC_COPY or k == K_PREFETCH
@@ -164,18 +180,13 @@ def _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_s
             continue
         gw = tb[i] * warps_per_block + warp[i]
         c = cache_of_block[tb[i] % cache_of_block.shape[0]] % n_caches
-        last_seen = np.int64(-1)
-        for j in range(addr_off[i], addr_off[i + 1]):
-            for line in range(addrs[j] >> line_shift, ((addrs[j] + w - 1) >> line_shift) + 1):
-                if line == last_seen:
-                    continue
-                last_seen = line
-                key = (line << key_bits) | c
-                o = owners.get(key, np.int64(-1))
-                if o == -1:
-                    owners[key] = gw
-                elif o != gw and o != SHARED_LINE:
-                    owners[key] = SHARED_LINE
+        for q in range(row_lines(addr_off, addrs, i, w, line_shift, buf)):
+            key = (buf[q] << key_bits) | c
+            o = owners.get(key, np.int64(-1))
+            if o == -1:
+                owners[key] = gw
+            elif o != gw and o != SHARED_LINE:
+                owners[key] = SHARED_LINE
 
 
 def mark_line_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,

@@ -59,15 +59,21 @@ class L2Carry:
         return int(self.state.clock[0])
 
 
-def untraced_writeback(state: CacheState, clock_before: int, sample_scale: float) -> int:
+def untraced_writeback(state: CacheState, clock_before: int, sample_scale: float,
+                       grid_wide: np.ndarray | None = None) -> int:
     """A sampled kernel's untraced blocks through the L2 after its traced ones
     (``clock_before``: the LRU clock before the kernel): they touch ``sample_scale - 1`` times
     the lines the traced blocks touched, as untraced lines (:func:`add_untraced`). Returns
     the dirty sectors that pushes out to DRAM. Used cold as well as warm: a grid that writes
-    more than the L2 holds writes most of it back before it ends, whoever wrote it."""
+    more than the L2 holds writes most of it back before it ends, whoever wrote it.
+    ``grid_wide`` (shaped like the L2's tags) marks lines every block of the grid shares
+    (``sharing``): the untraced blocks touch those very lines, not copies of them (the
+    selective scan's backward adds all 1,536 channels' dB into one batch's lines)."""
     if sample_scale <= 1:
         return 0
     touched = (state.stamp[0] > clock_before) & (state.tags[0] >= 0)
+    if grid_wide is not None:
+        touched &= ~grid_wide
     n = int(np.count_nonzero(touched))
     return add_untraced(state, round(n * (sample_scale - 1)), state.dirty[0][touched])
 

@@ -54,6 +54,11 @@ class ModelParams:
     #: sets, which the model already times too slow (bench/RESULTS.md, *the L1 under
     #: resident warps*).
     l1_line_cycles: bool = False
+    #: Extrapolate a sampled trace's DRAM reads by what its blocks share along each grid
+    #: dimension it spans in part (``sharing``): the heads of a Triton SSD kernel re-read
+    #: the same B and C, which scaling by block count counts once per head. Needs a trace
+    #: whose blocks span two values of a dimension (box sampling); a no-op otherwise.
+    sample_sharing: bool = True
     #: Kernel-name prefixes of persistent grids with a dynamic tile scheduler: cuBLAS's
     #: sm90 GEMMs launch one block per SM (grid 132 on the H100) whatever the problem size.
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)

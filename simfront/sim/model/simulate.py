@@ -28,6 +28,7 @@ from simfront.sim.model.decode import N_PIPES, build_optable, pipe_timing
 from simfront.sim.model.issue import N_REASONS, run_sm
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
+from simfront.sim.model import sharing
 from simfront.traces.instructions import MAX_DST, MAX_SRC
 
 
@@ -214,7 +215,20 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     table = None
     n_ops = -1
     max_tb = -1
+    # the traced blocks' coordinates and the lines they share (sampled traces only)
+    share = sampled is not None and params.sample_sharing
+    tb_xyz = tb_rank = np.zeros((0, 3), np.int64)
+    readers = sharing.new_line_readers() if share else None
+    dram_rows: list[tuple[np.ndarray, np.ndarray]] = []
     for chunk in kernel.iter_chunks():
+        if share and chunk.tb_coords:
+            top = max(chunk.tb_coords) + 1
+            if top > tb_xyz.shape[0]:
+                tb_xyz = np.concatenate([tb_xyz, np.zeros((top - tb_xyz.shape[0], 3),
+                                                          np.int64)])
+            for idx, xyz in chunk.tb_coords.items():
+                tb_xyz[idx] = xyz
+            tb_rank = sharing.coordinate_ranks(tb_xyz)
         if len(chunk.opcodes) != n_ops:
             table = build_optable(chunk.opcodes, gpu)
             n_ops = len(chunk.opcodes)
@@ -243,6 +257,9 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         if params.private_reuse:  # no owners, no private lines: reuse as the trace runs
             mark_line_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift,
                              line_owners)
+        if share:
+            sharing.mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift,
+                                      readers)
         if params.l1_crowding:
             mark_l1_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift, sm_of,
                            l1.tags.shape[0], l1_owners)
@@ -253,9 +270,16 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                         l2_co_warps, l1_owners, l1_astamp, l1_aclock,
                         params.l1_line_cycles, sector_shift, line_shift, sm.l1.banks,
                         level, sectors, l2s, drams, waves, totals)
+        rline = None
+        if share:
+            rline = sharing.first_lines(addr_off, addrs, line_shift)
+            hit = drams > 0
+            dram_rows.append((rline[hit], drams[hit]))
         sel = (tb < sm0_blocks) if sampled else (tb % S == 0)
         if sel.any():
             idx = np.nonzero(sel)[0]
+            if share:
+                timed.add(rline=rline[idx])
             timed.add(tb=tb[idx] if sampled else tb[idx] // S,
                       warp=chunk.warp[idx].astype(np.int64), op=op[idx],
                       pc=chunk.pc[idx],
@@ -265,6 +289,9 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     if table is None:
         raise TraceFormatError("kernel trace holds no instructions", kernel.path)
     n_blocks_trace = max_tb + 1
+    grid_share = None
+    if share:
+        grid_share = _shared_reads(ln, tb_xyz[:n_blocks_trace], readers, dram_rows, l2, totals)
     scale = work_scale = 1.0
     if sampled:
         scale = B / n_blocks_trace
@@ -288,7 +315,9 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         # the traced blocks' own evictions, none, said 0). Those are counted there: the
         # traced blocks' write-backs stand for themselves. Cold or warm alike; warm, the
         # L2 they leave is the next kernel's (carry).
-        totals[5] = written + untraced_writeback(l2, clock_before, scale)
+        totals[5] = written + untraced_writeback(
+            l2, clock_before, scale,
+            grid_share.grid_wide(l2.tags[0]) if grid_share is not None else None)
     # What the kernel leaves dirty beyond the L2's dirty share was written back as it ran.
     sectors = gpu.l2.size.bytes // gpu.l2.sector.bytes
     totals[5] += limit_dirty(l2, int(params.l2_dirty_share * sectors))
@@ -304,6 +333,17 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                            ("l2", np.int64, ()), ("dram", np.int64, ()),
                            ("waves", np.int64, ())):
         cols[name] = np.ascontiguousarray(timed.get(name, dt, tail)[order])
+    if grid_share is not None:
+        # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a row
+        # left with none waits like an L2 hit if the line's first reader ran a wave before
+        # (within a wave it waits for that reader's fetch, as the trace pass has it)
+        rline = timed.get("rline", np.int64)[order]
+        had = cols["dram"] > 0
+        cols["dram"] = sharing.diffuse(cols["dram"], grid_share.factors(rline), cols["l2"])
+        earlier_wave = grid_share.nearest_sharer(rline) >= wave_blocks
+        cols["level"] = np.where(had & (cols["dram"] == 0) & (cols["level"] == 2)
+                                 & earlier_wave, 1,
+                                 np.where(cols["dram"] > 0, 2, cols["level"]))
     key = (tb_t * W + warp_t)[order]
     n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
     warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
@@ -325,6 +365,49 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                     time.perf_counter() - t0, cache_key(gpu),
                     sample_scale=scale, work_scale=work_scale, persistent=persistent,
                     warm_l2=carried is not None)
+
+
+@dataclass
+class _GridShare:
+    sg: "sharing.SampledGrid"
+    readers: object
+    per_block: float
+    n_sets: int
+    ways: int
+    dims: tuple[int, ...]
+
+    def factors(self, lines: np.ndarray) -> np.ndarray:
+        return sharing.line_factors(lines, self.readers, self.sg, self.per_block,
+                                    self.n_sets, self.ways, self.dims)
+
+    def nearest_sharer(self, lines: np.ndarray) -> np.ndarray:
+        return sharing.nearest_sharer(lines, self.readers, self.sg, self.dims)
+
+    def grid_wide(self, tags: np.ndarray) -> np.ndarray:
+        """Which of these lines the grid's blocks all share and find in the L2."""
+        return (self.factors(tags.ravel()) < 1.0).reshape(tags.shape)
+
+
+def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2, totals) -> "_GridShare | None":
+    """Corrects ``totals``' DRAM reads (and L2 hits) for lines the grid's blocks share along
+    a dimension the trace holds part of (``sharing``); returns what SM 0's rows and the
+    untraced blocks' write-backs need for the same, or None when the trace shows no such
+    dimension."""
+    sg = sharing.sampled_grid(ln.grid, coords)
+    dims = sharing.shared_dims(readers, sg)
+    if not dims:
+        return None
+    gs = _GridShare(sg, readers, sharing.lines_per_block(readers, coords.shape[0]),
+                    l2.valid.shape[1], l2.valid.shape[2], dims)
+    if not dram_rows:
+        return gs
+    lines = np.concatenate([r[0] for r in dram_rows])
+    nd = np.concatenate([r[1] for r in dram_rows]).astype(np.float64)
+    before = int(totals[4])
+    after = int(round(float((nd * gs.factors(lines)).sum())))
+    totals[4] = after
+    totals[3] = max(0, int(totals[3]) + before - after)
+    return gs
 
 
 def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:
