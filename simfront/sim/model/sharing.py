@@ -20,7 +20,13 @@ the DRAM traffic of the whole grid:
   ``s_d``.
 
 Dimensions the trace covers whole need nothing (the trace pass saw every reader), nor do
-dimensions it saw one value of (no evidence of sharing: the model keeps N/T scaling).
+dimensions it saw one value of (no evidence of sharing: the model keeps N/T scaling), nor
+dimensions along which nearly every line is shared (:func:`shared_dims`: neighbours on one
+tile, a group whose size the sample cannot tell). "Read" includes L2 atomics and reductions,
+which fetch their line. The simulate module applies the factors to the kernel's DRAM reads,
+to SM 0's rows (:func:`diffuse`; the latency of a row left without DRAM reads is an L2
+hit's only if the line's nearest sharer ran a wave earlier, :func:`nearest_sharer`) and to
+the untraced blocks' write-backs (shared lines are the same lines for them, not copies).
 """
 
 from __future__ import annotations
