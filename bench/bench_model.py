@@ -249,7 +249,7 @@ L1_VARIANTS = (("model-1.4 L1", dict(l1_crowding=False, l1_line_cycles=False)),
                ("crowding + line cycles", dict(l1_crowding=True, l1_line_cycles=True)))
 
 
-def l1_rows(preps_of, gpu, variants=L1_VARIANTS) -> list[dict]:
+def variant_rows(preps_of, gpu, variants=L1_VARIANTS) -> list[dict]:
     """Per set and variant: MAPE, summed cycles over ncu's, the mean |L1 hit rate - ncu's|
     (``l1tex__t_sector_hit_rate``) and the summed DRAM reads over ncu's, the trace pass rerun
     for each variant."""
@@ -325,7 +325,7 @@ def _variant_table(section: str, what: str, rows: list[dict], labels: list[str],
 def sharing_section(gpu) -> list[str]:
     """The sampled sets with the DRAM reads of shared lines extrapolated or not."""
     sampled = ("-paper", "-box", "-130m", "-tiny")
-    rows = l1_rows(_paired_sets(lambda name: name.endswith(sampled)), gpu, SHARING_VARIANTS)
+    rows = variant_rows(_paired_sets(lambda name: name.endswith(sampled)), gpu, SHARING_VARIANTS)
     what = ("and the summed DRAM read bytes over ncu's (`dram__bytes_read.sum`; docs/model.md, "
             "*Method* step 2, *what sampled blocks share*). The `-box` sets are the paper "
             "steps traced with `--sample box:8` (tracer 1.3, `bash "
@@ -373,7 +373,7 @@ SHARING_READING = ["", "Reading: on the box-sampled Mamba2 step the SSD kernels'
 
 
 def l1_section(gpu) -> list[str]:
-    rows = l1_rows(_paired_sets(), gpu)
+    rows = variant_rows(_paired_sets(), gpu)
     what = ("and the mean |L1 hit rate - ncu's `l1tex__t_sector_hit_rate`| (docs/model.md, "
             "*Method* step 2). Nothing fitted")
     return _variant_table(L1_SECTION, what, rows, [lb for lb, _ in L1_VARIANTS],

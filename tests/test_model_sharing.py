@@ -159,7 +159,7 @@ def test_the_selective_scan_reads_b_and_c_once_per_batch(h100):
 
 def test_a_dimension_whose_every_line_is_shared_is_a_tile_not_the_grid():
     # eight neighbouring blocks of a transposing copy all read the same 32 lines (each its
-    # own two bytes of every sector): a tile 16 blocks share, not data all 2,048 do, and the
+    # own two bytes of every sector): a tile its neighbours share, not data all 2,048 do, and the
     # sample cannot tell the group's size, so block-count scaling stays
     coords = np.array([[x, 0, 0] for x in range(8)])
     sg = sharing.sampled_grid((2048, 1, 1), coords)

@@ -709,8 +709,8 @@ static std::shared_ptr<KernelBuf> begin_launch(CUcontext ctx, const LaunchInfo &
   }
   uint64_t traced_ctas = 0;
   uint32_t box[3] = {0, 0, 0};
-  const bool boxed = g_box && g_maxcta && nctas > g_maxcta;
-  if (traced && boxed) {
+  const bool boxed = traced && g_box && nctas > g_maxcta; /* g_box implies g_maxcta */
+  if (boxed) {
     sample_box(g_maxcta, li.gx, li.gy, li.gz, box);
     traced_ctas = (uint64_t)box[0] * box[1] * box[2];
   } else if (traced) {

@@ -209,7 +209,7 @@ def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line
 
 
 @numba.njit(cache=True, inline="always")
-def _survives(line, lines_between, n_sets, ways):
+def survives(line, lines_between, n_sets, ways):
     """Whether ``line`` is still in an LRU cache after ``lines_between`` other lines went
     through it: it is unless ``ways`` of them fell in its set. Set indices look random
     (hashed), so that count is Poisson with mean ``lines_between / n_sets``; the line
@@ -236,13 +236,13 @@ def _private_reuse(valid, dirty, c, s, w, private, age, hit, line, bit, co_warps
     (``private``), ``age`` (this cache's sector accesses since the line was last touched)
     counts this warp's accesses alone. On the GPU the ``co_warps`` warps sharing the cache
     touch about as many lines each meanwhile, so the line's reuse distance is
-    ``age * co_warps`` sectors, and it may have been pushed out (:func:`_survives`). It is
+    ``age * co_warps`` sectors, and it may have been pushed out (:func:`survives`). It is
     then refetched whole: the line keeps only this sector, and its dirty sectors were
     written back (``keep_dirty``: this access dirties its own sector again, an atomic)."""
     if not hit or not private or age < 0:
         return hit, 0
     between = age * co_warps / sectors_per_line
-    if _survives(line, between, valid.shape[1], valid.shape[2]):
+    if survives(line, between, valid.shape[1], valid.shape[2]):
         return hit, 0
     d = dirty[c, s, w] & ~bit if keep_dirty else dirty[c, s, w]
     written = 0
@@ -394,7 +394,7 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                         if hit1 and age1 >= 0 and l1_owners.get((line << L1_KEY_BITS) | c,
                                                                 SHARED_LINE) == gw:
                             between = (l1_aclock[c] - 1 - l1_astamp[c, s1, w1]) * l1_co_warps
-                            if not _survives(line, between, l1_valid.shape[1],
+                            if not survives(line, between, l1_valid.shape[1],
                                              l1_valid.shape[2]):
                                 hit1 = False
                                 l1_valid[c, s1, w1] = bit

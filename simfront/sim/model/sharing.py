@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from simfront.sim.model.cache import _survives, row_lines
+from simfront.sim.model.cache import row_lines, survives
 from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_LOAD_GLOBAL, K_PREFETCH,
                                        K_REDUCTION)
 
@@ -123,13 +123,15 @@ def first_lines(addr_off: np.ndarray, addrs: np.ndarray, line_shift: int) -> np.
     return out
 
 
-@numba.njit(cache=True)
-def _popcount(v):
+@numba.njit(cache=True, inline="always")
+def _read_everywhere(v, d, traced_d):
+    """Whether a readers-map value says every traced value along ``d`` read the line."""
+    m = (v >> (d * _RANK_BITS)) & _RANK_MASK
     n = 0
-    while v:
-        v &= v - 1
+    while m:
+        m &= m - 1
         n += 1
-    return n
+    return n == traced_d
 
 
 @numba.njit(cache=True)
@@ -145,8 +147,8 @@ def _line_factors(lines, readers, partial_mask, grid, traced, stride_lines, n_se
                 continue
             # read at every traced value along d: the grid's blocks along d share it (a
             # line only neighbours read, a tile's edge, repeats along d as the trace shows)
-            if _popcount((v >> (d * _RANK_BITS)) & _RANK_MASK) == traced[d]:
-                if _survives(lines[i], stride_lines[d], n_sets, ways):
+            if _read_everywhere(v, d, traced[d]):
+                if survives(lines[i], stride_lines[d], n_sets, ways):
                     f *= traced[d] / grid[d]
                 else:
                     f *= traced[d]
@@ -166,7 +168,7 @@ def _shared_counts(readers, traced):
     for v in readers.values():
         total += 1
         for d in range(3):
-            if _popcount((v >> (d * _RANK_BITS)) & _RANK_MASK) == traced[d]:
+            if _read_everywhere(v, d, traced[d]):
                 n[d] += 1
     return n, total
 
@@ -174,8 +176,8 @@ def _shared_counts(readers, traced):
 def shared_dims(readers, sg: SampledGrid) -> tuple[int, ...]:
     """The partial dimensions along which the trace shows data the grid's blocks share:
     some lines read at every traced value, but not (nearly) all of them. Where every line is
-    (a transposing copy's tile, read by 16 neighbouring blocks; a row of a tiled product's
-    tiles), the traced blocks along ``d`` are neighbours working on one tile, a group whose
+    (a transposing copy's tile, which all eight traced neighbours read; a row of a tiled
+    product's tiles), the traced blocks along ``d`` are neighbours working on one tile, a group whose
     size the sample cannot tell; blocks that share grid-wide data also read data of their
     own (an SSD kernel's heads: their x and states beside the shared B and C)."""
     if not sg.partial_dims or len(readers) == 0:
@@ -205,8 +207,7 @@ def _nearest_sharer(lines, readers, mask, traced, stride):
     for i in range(lines.shape[0]):
         v = readers.get(lines[i], np.int64(0))
         for d in range(3):
-            if ((mask >> d) & 1 and stride[d] < out[i]
-                    and _popcount((v >> (d * _RANK_BITS)) & _RANK_MASK) == traced[d]):
+            if (mask >> d) & 1 and stride[d] < out[i] and _read_everywhere(v, d, traced[d]):
                 out[i] = stride[d]
     return out
 
@@ -233,5 +234,35 @@ def diffuse(counts: np.ndarray, factors: np.ndarray, cap: np.ndarray) -> np.ndar
     return np.minimum(np.maximum(out, 0), cap)
 
 
-def lines_per_block(readers, n_blocks: int) -> float:
-    return len(readers) / max(1, n_blocks)
+@dataclass
+class GridShare:
+    """What a sampled kernel's traced blocks share, ready to apply: the dimensions it is
+    extrapolated along and the L2 it must survive in."""
+
+    sg: SampledGrid
+    readers: object
+    lines_per_block: float
+    n_sets: int
+    ways: int
+    dims: tuple[int, ...]
+
+    @classmethod
+    def of(cls, grid: tuple[int, int, int], coords: np.ndarray, readers, n_sets: int,
+           ways: int) -> "GridShare | None":
+        """None when the trace shows no dimension to extrapolate sharing along."""
+        sg = sampled_grid(grid, coords)
+        dims = shared_dims(readers, sg)
+        if not dims:
+            return None
+        return cls(sg, readers, len(readers) / max(1, coords.shape[0]), n_sets, ways, dims)
+
+    def factors(self, lines: np.ndarray) -> np.ndarray:
+        return line_factors(lines, self.readers, self.sg, self.lines_per_block, self.n_sets,
+                            self.ways, self.dims)
+
+    def nearest_sharer(self, lines: np.ndarray) -> np.ndarray:
+        return nearest_sharer(lines, self.readers, self.sg, self.dims)
+
+    def grid_wide(self, tags: np.ndarray) -> np.ndarray:
+        """Which of these lines the grid's blocks all share and find in the L2."""
+        return (self.factors(tags.ravel()) < 1.0).reshape(tags.shape)

@@ -367,39 +367,14 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                     warm_l2=carried is not None)
 
 
-@dataclass
-class _GridShare:
-    sg: "sharing.SampledGrid"
-    readers: object
-    per_block: float
-    n_sets: int
-    ways: int
-    dims: tuple[int, ...]
-
-    def factors(self, lines: np.ndarray) -> np.ndarray:
-        return sharing.line_factors(lines, self.readers, self.sg, self.per_block,
-                                    self.n_sets, self.ways, self.dims)
-
-    def nearest_sharer(self, lines: np.ndarray) -> np.ndarray:
-        return sharing.nearest_sharer(lines, self.readers, self.sg, self.dims)
-
-    def grid_wide(self, tags: np.ndarray) -> np.ndarray:
-        """Which of these lines the grid's blocks all share and find in the L2."""
-        return (self.factors(tags.ravel()) < 1.0).reshape(tags.shape)
-
-
-def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2, totals) -> "_GridShare | None":
+def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
+                  totals) -> "sharing.GridShare | None":
     """Corrects ``totals``' DRAM reads (and L2 hits) for lines the grid's blocks share along
     a dimension the trace holds part of (``sharing``); returns what SM 0's rows and the
     untraced blocks' write-backs need for the same, or None when the trace shows no such
     dimension."""
-    sg = sharing.sampled_grid(ln.grid, coords)
-    dims = sharing.shared_dims(readers, sg)
-    if not dims:
-        return None
-    gs = _GridShare(sg, readers, sharing.lines_per_block(readers, coords.shape[0]),
-                    l2.valid.shape[1], l2.valid.shape[2], dims)
-    if not dram_rows:
+    gs = sharing.GridShare.of(ln.grid, coords, readers, l2.valid.shape[1], l2.valid.shape[2])
+    if gs is None or not dram_rows:
         return gs
     lines = np.concatenate([r[0] for r in dram_rows])
     nd = np.concatenate([r[1] for r in dram_rows]).astype(np.float64)
