@@ -21,6 +21,9 @@ Run: ``python bench/bench_model.py [--fit]``; updates its section of bench/RESUL
 warps, and the line-cycle option), its own section.
 ``--sharing``: only the sampled sets with and without model-1.6's extrapolation of the
 lines a sampled trace's blocks share, its own section.
+``--memory``: every set under model-1.6's memory side, with model-1.7's private reuse, with
+its loaded DRAM latency too, and with the L1 crowding judged by block (an option), its own
+section.
 ``--persistent``: only the persistent-GEMM what-if (the cuBLAS sm90 GEMMs of a paper-size
 step on 96/64/32 SMs against the shipped green-context timelines), its own section.
 """
@@ -347,12 +350,13 @@ SHARING_KERNELS = ("_chunk_state_fwd", "_chunk_scan_fwd", "_bmm_chunk_fwd",
                    "selective_scan_bwd", "_layer_norm_fwd")
 
 
-def _kernel_rows(rows: list[dict], kernels: tuple[str, ...]) -> list[str]:
-    """Per set and kernel name prefix, two variants side by side: the summed DRAM reads over
-    ncu's and the mean cycle error."""
+def _kernel_rows(rows: list[dict], kernels: tuple[str, ...], pick=(0, 1)) -> list[str]:
+    """Per set and kernel name prefix, two variants (``pick``: their places in the variant
+    list) side by side: the summed DRAM reads over ncu's and the mean cycle error."""
     out = []
     for name in dict.fromkeys(r["set"] for r in rows):
-        a, b = [r["per_launch"] for r in rows if r["set"] == name][:2]
+        per = [r["per_launch"] for r in rows if r["set"] == name]
+        a, b = per[pick[0]], per[pick[1]]
         for k in kernels:
             ia = [i for i, x in enumerate(a) if x[0].startswith(k)]
             if not ia or not name.endswith(("-box", "-paper", "-130m")):
@@ -370,6 +374,40 @@ def _kernel_rows(rows: list[dict], kernels: tuple[str, ...]) -> list[str]:
 
 #: What the sharing tables say (their numbers are in the tables and docs/model.md).
 SHARING_READING = ["", "Reading: on the box-sampled Mamba2 step the SSD kernels' DRAM reads come from 1.5-7.6x ncu's to 1.0-1.5x and their cycle errors from 13-74% to 3.5-15% (all but `_chunk_scan_bwd_dcb`, below), and the set's MAPE from 16.6% to 14.2%; its SM-count what-ifs now meet issue 12's targets (*What-ifs against hardware* above). The first:8 sets (one head traced) show no sharing along the heads and keep their SSD over-reads: recapturing with `--sample box:8` is what the fix needs. Mamba1's selective scan (channels share B and C; the backward's REDG adds them into shared lines) reads ncu's bytes within 1% on both captures (its traces are the same blocks either way). Two kernels get worse: the selective scan's backward, timed within 9% only because it read 10x ncu's bytes, is 23% fast reading the right ones; and the layer norm's forward, whose weights every row reads, reads exactly ncu's bytes and is 11-12% fast (its DRAM-bound time is short: not found yet). That is why `mamba2_lm-130m` and `mamba2_lm-paper` are 0.4 and 0.1 points worse. `_chunk_scan_bwd_dcb` stays 3x over: its traced x-tiles share 99% of their lines, which the model reads as one tile's neighbours (group size unknown) and does not extrapolate (docs/model.md)."]
+
+
+MEMORY_SECTION = ("## Timing model: private rows and loaded DRAM latency (model-1.7, "
+                  "bench/bench_model.py --memory)")
+MEMORY_VARIANTS = (("model-1.6", dict(private_reuse=False, dram_queue_latency=0.0)),
+                   ("+ private reuse", dict(dram_queue_latency=0.0)),
+                   ("+ loaded latency (model-1.7)", dict()),
+                   ("+ L1 by block (option)", dict(l1_crowding_by_block=True)))
+#: The kernels the two changes are about: the LM-head softmax (private rows), the casts and
+#: the layer norm's backward (latency under their own DRAM traffic), and the streams and
+#: the optimizer, which must not move.
+MEMORY_KERNELS = ("cunn_SoftMaxForward", "cunn_SoftMaxBackward", "unrolled_elementwise",
+                  "_layer_norm_bwd", "selective_scan_bwd", "vectorized_elementwise",
+                  "multi_tensor_apply")
+
+
+def memory_section(gpu) -> list[str]:
+    """Every set with ncu records under model-1.6's memory side, with private reuse, with
+    the loaded DRAM latency as well (model-1.7), and with the L1 crowding judged by block
+    (an option)."""
+    rows = variant_rows(_paired_sets(), gpu, MEMORY_VARIANTS)
+    what = ("and the summed DRAM read bytes over ncu's. The constants come from the memory "
+            "microbenchmarks (*Memory microbenchmarks* above), none from these sets")
+    return (_variant_table(MEMORY_SECTION, what, rows, [lb for lb, _ in MEMORY_VARIANTS],
+                           ("DRAM reads / ncu", "dram", ".2f"))
+            + ["", "Per kernel (launches summed; *error*: mean |model cycles / ncu's - 1|), "
+               "model-1.6 -> model-1.7:", "",
+               "| trace set | kernel | launches | DRAM reads / ncu | error |",
+               "|---|---|---|---|---|"]
+            + _kernel_rows(rows, MEMORY_KERNELS, pick=(0, 2)) + MEMORY_READING)
+
+
+#: What the memory tables say (their numbers are in the tables and docs/model.md).
+MEMORY_READING = ["", "Reading: private reuse takes the LM-head softmax from 0.36 and 0.69 of ncu's DRAM reads to 0.86 and 0.96 (forward, backward) and its cycle errors from 48% and 29% to 12% and 10%; the loaded latency takes the casts whose threads load one element after another (`unrolled_elementwise`, 11-12% -> 6%), the layer norm's backward (18-19% -> 6%) and the optimizer (`multi_tensor_apply`, 14-15% -> 9%), while the streaming kernels, DRAM-bound with every load in flight, do not move. Summed cycles of the paper steps go from 0.83-0.85 of ncu's to 0.93-0.96 and `mamba2_lm-130m`'s MAPE from 17.5% to 16.7%; the tiny sets and the fit set move by at most 0.07 points. Two kernels get worse: Mamba1's selective-scan backward now reads 1.19x ncu's bytes (its blocks' private lines are judged too; its time is unchanged, still 23% fast, see *What the L2 takes in per clock*), and `_chunk_state_fwd` of the box-sampled Mamba2 step, whose reads the sampled extrapolation leaves at 1.36x ncu's, waits for a load it does not make (3.5% -> 18.5%). The L1 option (*+ L1 by block*) would take the softmax the rest of the way (its logits read 2.9 times, ncu 2.74) and the paper steps' sums to 0.96-0.99, but costs three tiny sets 0.3-0.5 points (their cutlass GEMMs): off (docs/model.md). The what-ifs under model-1.7 are in *What-ifs against hardware* above; the SM-count ones of the Mamba2 steps are 2-5 points worse, through the softmax's response to fewer SMs (docs/model.md, *Inter-kernel L2*)."]
 
 
 def l1_section(gpu) -> list[str]:
@@ -392,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
     if "--sharing" in argv:
         update_section(SHARING_SECTION, "\n".join(sharing_section(load_gpu("h100"))))
         return 0
+    if "--memory" in argv:
+        update_section(MEMORY_SECTION, "\n".join(memory_section(load_gpu("h100"))))
+        return 0
     if "--persistent" in argv:
         text = "\n".join(persistent_gemms())
         update_section(PERSISTENT_SECTION, text)
@@ -405,7 +446,10 @@ def main(argv: list[str] | None = None) -> int:
              "- Calibrated constants (launch overhead, DRAM extra latency, instruction-cache "
              f"miss cost and prefetch depth) fitted on `{TRAIN}` only, the L2's dirty share "
              f"at a kernel's end (model-1.4) on `{TRAIN_DIRTY}`'s DRAM writes only "
-             "(`--fit-dirty`: 0.3-0.35 best, 0.3 taken); the other sets are held out.", ""]
+             "(`--fit-dirty`: 0.3-0.35 best, 0.3 taken); the other sets are held out. The "
+             "L2 share private rows find and the loaded DRAM latency (model-1.7) on the "
+             "memory microbenchmarks (`bench/bench_mem.py`), for which every set is held out.",
+             ""]
     summary = []
     all_frames = []
     for name, tdir, npath in hardware_sets():

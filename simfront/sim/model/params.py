@@ -21,6 +21,22 @@ class ModelParams:
     #: in nanoseconds (cold TLBs after ncu's cache flush, the memory controller's queues,
     #: the crossbar); calibrated.
     dram_extra_latency: float = 250.0
+    #: DRAM queueing under the kernel's own load, in nanoseconds: load-to-use grows by this
+    #: times load / (1 - load) (``simulate.dram_load_latency``), the load being the share of
+    #: the sustainable DRAM bandwidth the kernel keeps busy. Fitted on the pointer chase of
+    #: bench/device/mem_rows.cu on the H100 (ncu-timed, loads 0.3-0.9, the wait over the
+    #: lightest launch's: bench/bench_mem.py --fit); 0 turns it off.
+    dram_queue_latency: float = 62.0
+    #: A byte written loads the DRAM for the reads' wait this many times a byte read (the
+    #: write-to-read turnarounds): fitted on the same chase with 1 or 2 lines written per
+    #: step (bench/bench_mem.py --fit).
+    dram_queue_write_weight: float = 3.3
+    #: The load the wait is capped at: above it the bandwidth bound (the issue loop's DRAM
+    #: share) holds a kernel back, and a queue term would count that wait twice. Chosen.
+    dram_queue_max_load: float = 0.8
+    #: Kernels whose load at the unloaded latency is below this run the issue loop once:
+    #: their wait is under 16 ns. Chosen, for speed.
+    dram_queue_min_load: float = 0.2
     #: Clocks between a block slot freeing and the next block's first issue.
     block_start_cycles: int = 50
     #: Clocks from the last warp's arrival at a barrier to the warps' next issue.
@@ -39,15 +55,22 @@ class ModelParams:
     #: of what the kernel wrote went to DRAM while it ran (``carry.limit_dirty``). Fitted on
     #: the ``mamba2_lm-130m`` H100 records' DRAM writes only (bench/bench_model.py).
     l2_dirty_share: float = 0.3
-    #: Judge a warp's reuse of lines only it touches at the reuse distance the resident
-    #: warps make (``cache._private_reuse``). Off by default: it brings the LM-head
-    #: softmax's DRAM reads to ncu's, but makes its response to fewer SMs wrong (docs/model.md,
-    #: *Method*, step 2), and the what-ifs are what the model is for.
-    private_reuse: bool = False
+    #: Judge a warp's L2 reuse of lines only its block touches at the reuse distance the
+    #: resident warps make (``cache._private_reuse``): the LM-head softmax's 264 resident
+    #: 201 KB rows do not fit the L2, and every pass re-reads them from DRAM.
+    private_reuse: bool = True
+    #: The share of the L2 such reuse finds: on the H100 a kernel whose resident blocks
+    #: re-read private rows keeps half of them at ~40 MB of its 52 MB (the H200 at 47 of
+    #: 63), at 132, 64 or 32 SMs alike. Fitted on the H100 runs of bench/device/mem_rows.cu's
+    #: rows (bench/bench_mem.py --fit); the H200's held out.
+    l2_private_capacity: float = 0.79
     #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
     #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike
     #: ``private_reuse`` it does not move with the SM count (an SM's resident warps do not).
     l1_crowding: bool = True
+    #: Judge the L1 reuse of lines only one block reads on its SM, as private reuse does
+    #: the L2's (by the warp that touched the line last), rather than of lines one warp reads.
+    l1_crowding_by_block: bool = False
     #: The L1 takes a cycle per 128-byte line a global access touches (``cache``):
     #: uncoalesced lanes cost a line each, not a quarter of one. Off by default: it brings
     #: the paper sets' scattered copies nearer ncu, but slows the cutlass GEMMs of the tiny

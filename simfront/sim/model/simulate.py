@@ -80,6 +80,17 @@ def memory_latencies(gpu, params: ModelParams) -> dict[str, float]:
             "fetch": float(dram_lat * params.icache_miss_dram_share)}
 
 
+def dram_load_latency(base: float, load: float, gpu, params: ModelParams) -> float:
+    """DRAM load-to-use, in core clocks, when the kernel keeps the DRAM ``load`` busy (its
+    reads and ``dram_queue_write_weight`` times its writes over the sustainable
+    bandwidth, per clock of the kernel): the unloaded latency plus a queue's wait,
+    ``dram_queue_latency * load / (1 - load)``, the load capped at ``dram_queue_max_load``
+    (beyond it the bandwidth bound, not the latency, holds the kernel back). The H100's
+    loaded latency, fitted on bench/device/mem_rows.cu's pointer chase (bench/bench_mem.py)."""
+    r = min(max(load, 0.0), params.dram_queue_max_load)
+    return base + params.dram_queue_latency * gpu.clocks.core.hz / 1e9 * r / (1.0 - r)
+
+
 def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
     """Bytes per core clock, whole GPU: DRAM (times the sustainable share), L2, and the
     most one SM's L1 can take in per clock."""
@@ -194,10 +205,13 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         carried, l2 = l2, l2.state
         clock_before = carried.start_clock()
     l2_fill = np.full(l2.tags.shape, -1, np.int64)
+    l2_last = np.full(l2.tags.shape, -1, np.int64)
     line_owners = new_line_owners()
     l1_owners = new_line_owners()
     l1_astamp = np.zeros(l1.tags.shape, np.int64)
     l1_aclock = np.zeros(l1.tags.shape[0], np.int64)
+    l1_last = (np.full(l1.tags.shape, -1, np.int64) if params.l1_crowding_by_block
+               else np.zeros((0, 1, 1), np.int64))
     wave_blocks = max(1, S * occ.blocks_per_sm)
     W = occ.warps_per_block
     # The warps that share a cache at once, whose traffic the one-warp-at-a-time trace pass
@@ -262,12 +276,13 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                                       readers)
         if params.l1_crowding:
             mark_l1_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift, sm_of,
-                           l1.tags.shape[0], l1_owners)
+                           l1.tags.shape[0], l1_owners, params.l1_crowding_by_block)
         simulate_memory(kind, tb, warp, chunk.mask, width, addr_off, addrs, sm_of,
                         l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock,
                         l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, l2.hash_kind,
                         l2_fill, line_owners, clock_before, wave_blocks, W, l1_co_warps,
-                        l2_co_warps, l1_owners, l1_astamp, l1_aclock,
+                        l2_co_warps, l2_last, float(params.l2_private_capacity), l1_owners,
+                        l1_astamp, l1_aclock, l1_last,
                         params.l1_line_cycles, sector_shift, line_shift, sm.l1.banks,
                         level, sectors, l2s, drams, waves, totals)
         rline = None
@@ -442,25 +457,60 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     l2_share = min(bw["l2"] / active, bw["l1_sm"])
     dram_share = min(bw["dram"] / active, bw["l1_sm"])
     P = sm.sub_partitions
-    stall = np.zeros((P, N_REASONS), np.int64)
-    pipe_busy = np.zeros(N_PIPES, np.int64)
-    issued_pipe = np.zeros(N_PIPES, np.int64)
-    warp_cycles = np.zeros(1, np.int64)
-    t_sm = 0
-    if n_timed_blocks:
-        t_sm = int(run_sm(
-            warp_off, n_timed_blocks, W, occ.blocks_per_sm, P, sm.issue_width,
-            cols["pc"], int(params.icache_line_shift), int(round(lat["fetch"])),
-            int(params.icache_prefetch_lines),
-            cols["op"], cols["ndst"], cols["dst"], cols["nsrc"], cols["src"], cols["width"],
-            cols["level"], cols["sectors"], cols["l2"], cols["dram"], cols["waves"],
-            table.pipe.astype(np.int64), table.kind.astype(np.int64),
-            table.latency.astype(np.int64), table.initiation.astype(np.int64),
-            table.dst_span.astype(np.int64), units.astype(np.int64),
-            lat["l1"], lat["shared"], lat["l2"], lat["dram"], int(round(lat["const"])),
-            int(params.barrier_latency), int(params.block_start_cycles),
-            float(sm.l1.l1_banks), l2_share, dram_share, float(gpu.l2.sector.bytes),
-            stall, pipe_busy, issued_pipe, warp_cycles))
+
+    def issue(lat_dram: float):
+        stall = np.zeros((P, N_REASONS), np.int64)
+        pipe_busy = np.zeros(N_PIPES, np.int64)
+        issued_pipe = np.zeros(N_PIPES, np.int64)
+        warp_cycles = np.zeros(1, np.int64)
+        t = 0
+        if n_timed_blocks:
+            t = int(run_sm(
+                warp_off, n_timed_blocks, W, occ.blocks_per_sm, P, sm.issue_width,
+                cols["pc"], int(params.icache_line_shift), int(round(lat["fetch"])),
+                int(params.icache_prefetch_lines),
+                cols["op"], cols["ndst"], cols["dst"], cols["nsrc"], cols["src"], cols["width"],
+                cols["level"], cols["sectors"], cols["l2"], cols["dram"], cols["waves"],
+                table.pipe.astype(np.int64), table.kind.astype(np.int64),
+                table.latency.astype(np.int64), table.initiation.astype(np.int64),
+                table.dst_span.astype(np.int64), units.astype(np.int64),
+                lat["l1"], lat["shared"], lat["l2"], lat_dram, int(round(lat["const"])),
+                int(params.barrier_latency), int(params.block_start_cycles),
+                float(sm.l1.l1_banks), l2_share, dram_share, float(gpu.l2.sector.bytes),
+                stall, pipe_busy, issued_pipe, warp_cycles))
+        return t, stall, pipe_busy, issued_pipe, warp_cycles
+
+    t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
+    sector = gpu.l2.sector.bytes
+    t_dram = float(prep.totals[4] + prep.totals[5]) * sector / bw["dram"]
+    t_l2 = float(prep.totals[2]) * sector / bw["l2"]
+    # writes weigh more than reads in the wait they make reads take (bench/bench_mem.py)
+    t_queue = float(prep.totals[4] + params.dram_queue_write_weight * prep.totals[5]) \
+        * sector / bw["dram"]
+    if params.dram_queue_latency > 0 and t_dram > 0 and n_timed_blocks:
+        # The kernel's own DRAM traffic lengthens its DRAM latency (dram_load_latency); the
+        # load is its DRAM time's share of its time, which that latency lengthens in turn.
+        # The load that is its own answer lies between 0 and the unloaded answer's; two
+        # false-position steps find it closely enough (each an issue-model run).
+        def load(t):
+            return t_queue / max(t * prep.work_scale, t_dram, t_l2, 1.0)
+
+        lo, h_lo = 0.0, load(t_sm)
+        if h_lo >= params.dram_queue_min_load:
+            hi = h_lo
+            res = issue(dram_load_latency(lat["dram"], hi, gpu, params))
+            h_hi = load(res[0]) - hi
+            for _ in range(2):
+                if h_hi >= 0 or h_lo - h_hi <= 0:
+                    break
+                rho = lo + (hi - lo) * h_lo / (h_lo - h_hi)
+                res = issue(dram_load_latency(lat["dram"], rho, gpu, params))
+                h = load(res[0]) - rho
+                if h >= 0:
+                    lo, h_lo = rho, h
+                else:
+                    hi, h_hi = rho, h
+            t_sm, stall, pipe_busy, issued_pipe, warp_cycles = res
     return KernelRun(
         prep=prep, occ=occ, t_sm=t_sm, stall=stall, pipe_busy=pipe_busy,
         issued_pipe=issued_pipe, warp_cycles=float(warp_cycles[0]),

@@ -1,0 +1,311 @@
+"""Memory microbenchmarks (issue 12): the two memory facts model-1.7 takes from the H100,
+measured where kernels of the paper steps meet them, and the model constants fitted on them.
+
+``bench/device/mem_rows.cu`` (run by ``bench/device/mem_rows.sh``; CSVs shipped in
+``bench/data/device/mem_rows/``):
+
+- *rows*: every block re-reads a private row three times; ncu's DRAM bytes say how many of
+  the re-reads missed, against the resident rows' total size W, on the whole GPU and in
+  green contexts of 96/64/32 SMs, and on the H200. The share of the L2 that such reuse
+  finds is ``ModelParams.l2_private_capacity``: fitted here on the H100's rows at every SM
+  count (least squares of the miss share the model's survival rule, ``cache.survives``,
+  gives at W against the measured one); the H200's rows are held out.
+- *chase*: warps follow random chains of dependent full-line loads through 2 GB; the time per
+  step (ncu's duration / steps) is the DRAM load-to-use under the load those warps make.
+  ``ModelParams.dram_queue_latency`` (``simulate.dram_load_latency``) is fitted here on the
+  steps whose load lies in the range the model uses (0.3 to ``dram_queue_max_load``),
+  above the model's unloaded DRAM latency.
+
+``bench/device/l2_ports.cu`` (``bench/device/l2_ports.sh``; ``bench/data/device/l2_ports/``):
+what the H100's L2 takes in per clock, loads that hit it, stores, reductions, and reductions
+that many blocks aim at the same lines, against the model's one L2 bandwidth. Measured, not
+yet a model constant.
+
+Run: ``python bench/bench_mem.py [--fit]``; updates its section of bench/RESULTS.md
+(``--fit`` also prints the fitted constants beside the ones in ``ModelParams``).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+from results_md import update_section  # bench/results_md.py, beside this script
+
+import numpy as np
+import pandas as pd
+
+from simfront.gpu import load_gpu
+from simfront.paths import REPO_ROOT
+from simfront.sim.model.params import DEFAULT_PARAMS
+from simfront.sim.model.simulate import bandwidths, memory_latencies
+
+SECTION = "## Memory microbenchmarks: the L2 that private rows find, and loaded DRAM latency (bench/bench_mem.py)"
+DATA = REPO_ROOT / "bench" / "data" / "device" / "mem_rows"
+ROW_COLS = ["kind", "sms", "per_sm", "resident", "row_bytes", "w_mb", "grid", "ms", "gbps"]
+CHASE_COLS = ["kind", "sms", "warps_per_sm", "ilp", "steps", "ms", "ns_per_step", "gbps",
+              "writes"]
+PASSES = 3
+
+
+def read_run(stem: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One run's rows and chase tables, each launch beside its ncu record (same order)."""
+    raw = pd.read_csv(DATA / f"{stem}.csv", header=None, names=range(9))
+    ncu = pd.read_csv(DATA / f"{stem}_ncu.csv") if (DATA / f"{stem}_ncu.csv").is_file() else None
+    out = []
+    for kind, cols in (("rows", ROW_COLS), ("chase", CHASE_COLS)):
+        t = raw[raw[0].astype(str).str.startswith(kind)].iloc[:, :len(cols)]
+        t = t.reset_index(drop=True)
+        t.columns = cols
+        for c in cols[1:]:
+            t[c] = pd.to_numeric(t[c])
+        if "writes" in t:
+            t["writes"] = t.writes.fillna(0).astype(int)
+        if ncu is not None:
+            n = ncu[ncu["Kernel Name"].str.startswith(kind)].reset_index(drop=True)
+            if len(n) != len(t):
+                raise ValueError(f"{stem}: {len(t)} {kind} launches, {len(n)} ncu records")
+            t["dram_read"] = n["dram__bytes_read.sum"].to_numpy(float)
+            t["dram_write"] = n["dram__bytes_write.sum"].to_numpy(float)
+            t["ncu_ns"] = n["gpu__time_duration.sum"].to_numpy(float)
+        out.append(t)
+    rows, chase = out
+    if "dram_read" in rows:
+        # reads of each row: 1 when every re-read hit the L2, PASSES when none did
+        rows["reads"] = rows.dram_read / (rows.grid * rows.row_bytes)
+        rows["miss"] = (rows.reads - 1) / (PASSES - 1)
+    return rows, chase
+
+
+def runs() -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every shipped run, by file stem (``mem_rows_h100``, ``mem_rows_h100_sms64``, ...)."""
+    return {p.stem: read_run(p.stem) for p in sorted(DATA.glob("mem_rows_h*.csv"))
+            if not p.stem.endswith(("_ncu", "_gpu"))}
+
+
+def model_miss(w_bytes: np.ndarray, l2_bytes: float, share: float, gpu) -> np.ndarray:
+    """The share of re-reads the model's survival rule misses when W bytes of private rows
+    pass between two reads of a line (``cache._private_reuse``: Poisson set occupancy, the
+    L2 seen at ``share`` of its size)."""
+    l2 = gpu.l2
+    ways = l2.assoc
+    sets = l2_bytes / (l2.line.bytes * ways)
+    lam = w_bytes / l2.line.bytes / share / sets
+    p = 0.5 * (1.0 + np.vectorize(math.erf)((ways - 0.5 - lam) / np.sqrt(2.0 * lam)))
+    return 1.0 - p
+
+
+def fit_capacity(rows: pd.DataFrame, l2_bytes: float, gpu) -> float:
+    grid = np.arange(0.50, 1.0001, 0.005)
+    w = rows.w_mb.to_numpy(float) * 2**20
+    err = [np.sum((model_miss(w, l2_bytes, s, gpu) - rows.miss.to_numpy(float)) ** 2)
+           for s in grid]
+    return float(grid[int(np.argmin(err))])
+
+
+def chase_load(chase: pd.DataFrame, gpu) -> pd.DataFrame:
+    """Each chase launch's DRAM load (share of the model's sustainable bandwidth) and
+    ncu-timed latency per step."""
+    bw = gpu.dram.bandwidth.bytes_per_s * DEFAULT_PARAMS.dram_efficiency
+    c = chase.copy()
+    c["ns"] = c.ncu_ns / c.steps
+    c["load"] = c.dram_read / (c.ncu_ns * 1e-9) / bw
+    c["wload"] = c.dram_write / (c.ncu_ns * 1e-9) / bw
+    # The wait the load adds: the step's time over the lightest launch's with as many
+    # writes per step (4 warps per SM, one chain), which holds what a store costs the
+    # warp's next load whatever the load (~150 ns a store, not modelled: see RESULTS).
+    light = c[(c.warps_per_sm == c.warps_per_sm.min()) & (c.ilp == 1)]
+    c["queue_ns"] = c.ns - c.writes.map(dict(zip(light.writes, light.ns)))
+    return c
+
+
+def fit_queue(c: pd.DataFrame, max_load: float) -> float:
+    """``dram_queue_latency``: least squares of the wait over load / (1 - load), on the
+    chase without writes at loads from 0.3 to just above the cap."""
+    m = c[(c.writes == 0) & (c.load >= 0.3) & (c.load <= max_load + 0.1)]
+    x = (m.load / (1 - m.load)).to_numpy(float)
+    return float(np.dot(x, m.queue_ns.to_numpy(float)) / np.dot(x, x))
+
+
+def queue_model(c: pd.DataFrame, q: float, weight: float, max_load: float) -> np.ndarray:
+    r = np.minimum(c.load + weight * c.wload, max_load)
+    return q * r / (1 - r)
+
+
+def fit_write_weight(c: pd.DataFrame, q: float, max_load: float) -> float:
+    """``dram_queue_write_weight``: the weight of a byte written in the load that best
+    gives the chase-with-writes' wait (least squares, on launches whose reads and writes
+    load the DRAM 0.2 to 0.75: above, the wait is the bandwidth bound's, capped)."""
+    m = c[(c.writes > 0) & (c.load + c.wload >= 0.2) & (c.load + c.wload <= 0.75)]
+    grid = np.arange(1.0, 4.01, 0.1)
+    err = [float(np.sum((queue_model(m, q, w, max_load) - m.queue_ns) ** 2)) for w in grid]
+    return float(grid[int(np.argmin(err))])
+
+
+PORTS = REPO_ROOT / "bench" / "data" / "device" / "l2_ports"
+
+
+def l2_ports_table(gpu) -> list[str]:
+    """The L2 port microbenchmark: sectors per clock by kind, and how busy ncu found the
+    L2's tags and its crossbar input port."""
+    if not (PORTS / "l2_ports_h100_ncu.csv").is_file():
+        return []
+    runs = pd.read_csv(PORTS / "l2_ports_h100.csv")
+    ncu = pd.read_csv(PORTS / "l2_ports_h100_ncu.csv").iloc[1::2].reset_index(drop=True)
+    if len(ncu) != len(runs):
+        raise ValueError(f"{PORTS}: {len(runs)} cases, {len(ncu)} timed ncu records")
+    memory_bw = bandwidths(gpu, DEFAULT_PARAMS)["l2"] / gpu.l2.sector.bytes
+    lines = ["", "### What the L2 takes in per clock (bench/device/l2_ports.cu)", "",
+             "`bash bench/device/l2_ports.sh h100` (one H100 call, 23 s; "
+             "`bench/data/device/l2_ports/`): 8 blocks of 256 threads per SM move full lines, "
+             "256 per warp, over a target that stays in the L2 (a first-touch launch before "
+             "each, profiled apart). *fan-in*: the lines every block adds into. ncu: sectors "
+             "by operation over `gpc__cycles_elapsed.max`; *tags* "
+             "`lts__t_sectors.avg.pct_of_peak_sustained_elapsed`, *input port* "
+             "`lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed`.", "",
+             "| kind | target lines | sectors per clock | L2 tags busy | input port busy | "
+             "sectors per clock at a full port |", "|---|---|---|---|---|---|"]
+    for (_, c), (_, n) in zip(runs.iterrows(), ncu.iterrows()):
+        sec = (n["lts__t_sectors_op_read.sum"] + n["lts__t_sectors_op_write.sum"]
+               + n["lts__t_sectors_op_red.sum"])
+        rate = sec / n["gpc__cycles_elapsed.max"]
+        port = n["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"]
+        full = f"{rate / port * 100:.0f}" if c.kind != "load" else ""
+        lines.append(f"| {c.kind} | {int(c.target_lines)} | {rate:.1f} | "
+                     f"{n['lts__t_sectors.avg.pct_of_peak_sustained_elapsed']:.0f}% | "
+                     f"{port:.0f}% | {full} |")
+    lines += ["",
+              f"- The model's one L2 bandwidth is {memory_bw:.0f} sectors per clock for every "
+              "kind (banks x port width). The H100's input port fills at about 100 sectors per "
+              "clock of stores and 82 of reductions; reductions into the same lines slow "
+              "once fewer than ~8,000 lines take them all (4,096: 0.91 of the rate into "
+              "distinct lines, 1,024: 0.71, 32: 0.14). Mamba1's selective-scan backward "
+              "(50 M reduction sectors into 8,192 lines of dB and dC, and 31 M of writes, in "
+              "1.87 M cycles) would keep such a port about half busy; ncu found it 78% busy "
+              "(*What limits the kernels model-1.6 leaves furthest off*), so the port alone "
+              "does not explain the kernel's time. Not a model constant yet: the model's "
+              "time for that kernel (1.43 M cycles) is already above what the port bounds."]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not DATA.is_dir():
+        print(f"skip: no microbenchmark data in {DATA}")
+        return 0
+    h100 = load_gpu("h100")
+    h200 = load_gpu("h100-as-h200")
+    l2_h100 = h100.l2.size.bytes
+    l2_h200 = h200.l2.size.bytes
+    all_runs = runs()
+    params = DEFAULT_PARAMS
+    share = params.l2_private_capacity
+    base_ns = memory_latencies(h100, params)["dram"] / h100.clocks.core.hz * 1e9
+
+    h100_rows = pd.concat([r for k, (r, _) in all_runs.items()
+                           if k.startswith("mem_rows_h100") and "miss" in r and len(r)])
+    fitted_share = fit_capacity(h100_rows, l2_h100, h100)
+    chase = chase_load(pd.concat([all_runs["mem_rows_h100"][1],
+                                  all_runs["mem_rows_h100_writes"][1]]), h100)
+    fitted_q = fit_queue(chase, params.dram_queue_max_load)
+    fitted_w = fit_write_weight(chase, params.dram_queue_latency, params.dram_queue_max_load)
+
+    lines = [SECTION, "",
+             "- 2026-11-24; `bash bench/device/mem_rows.sh h100 64 32 96` on an H100 80GB HBM3 and "
+             "`bash bench/device/mem_rows.sh h200 64` on an H200 (driver 580.159.04, CUDA 13.0; "
+             "one device call each, 43 s and 24 s); CSVs in `bench/data/device/mem_rows/` (the "
+             "96-SM run's ncu file did not come back: its timings only). Times are ncu's "
+             "`gpu__time_duration` for the chase and CUDA-event medians of 5 for the rows' "
+             "bandwidth; DRAM bytes are ncu's (`--cache-control all`: each launch starts cold).",
+             "",
+             "### Private rows: the re-reads that miss, against the resident rows' size W",
+             "",
+             "Every block owns a row and reads it 3 times (a block reduction between passes); W = "
+             "resident blocks x row bytes. Miss share = (DRAM bytes / rows' bytes - 1) / 2.",
+             ""]
+    keys = [k for k, (r, _) in all_runs.items() if "miss" in r and len(r)]
+    ws = sorted(set().union(*[set(all_runs[k][0].w_mb.round().astype(int)) for k in keys]))
+    ws = [w for w in ws if 24 <= w <= 60]
+    head = "| run | blocks/SM | " + " | ".join(f"{w} MB" for w in ws) + " |"
+    lines += [head, "|" + "---|" * (len(ws) + 2)]
+    for k in keys:
+        r = all_runs[k][0]
+        for per, g in r.groupby("per_sm", sort=False):
+            vals = {int(round(w)): m for w, m in zip(g.w_mb, g.miss)}
+            label = k.removeprefix("mem_rows_").replace("_sms", ", ") + (" SMs" if "_sms" in k
+                                                                        else ", all SMs")
+            lines.append(f"| {label} | {per} | " + " | ".join(
+                f"{vals[w]:.2f}" if w in vals else "" for w in ws) + " |")
+    for name, gpu, l2b in (("H100", h100, l2_h100), ("H200", h200, l2_h200)):
+        m = model_miss(np.array(ws, float) * 2**20, l2b, share, gpu)
+        lines.append(f"| model, {name} L2 at {share:.2f} | | " + " | ".join(
+            f"{v:.2f}" for v in m) + " |")
+    half = {}
+    for k in keys:
+        r = all_runs[k][0]
+        g = r[r.per_sm == r.per_sm.max()].sort_values("w_mb")
+        half[k] = float(np.interp(0.5, g.miss.to_numpy(float), g.w_mb.to_numpy(float)))
+    lines += ["",
+              "- Half the re-reads miss at W = " + ", ".join(
+                  f"{v:.1f} MB ({k.removeprefix('mem_rows_')})" for k, v in half.items())
+              + f": {half['mem_rows_h100'] / (l2_h100 / 1e6):.2f} of the H100's "
+              f"{l2_h100 / 1e6:.1f} MB and {half.get('mem_rows_h200', float('nan')) / (l2_h200 / 1e6):.2f} "
+              f"of the H200's {l2_h200 / 1e6:.1f} MB. A green context's fewer SMs do not change it: "
+              "the SMs left out take none of the L2 with them, so the knee is a property of the L2, "
+              "not of the SMs sharing it.",
+              f"- Fitted on the H100's rows (all SM counts): `l2_private_capacity` = "
+              f"{fitted_share:.3f} (ModelParams: {share}). Held out, the H200's knee: "
+              "measured at "
+              f"{half.get('mem_rows_h200', float('nan')):.1f} MB, the model's at "
+              f"{float(np.interp(0.5, model_miss(np.arange(20, 80, 0.25) * 2**20, l2_h200, share, h200), np.arange(20, 80, 0.25))):.1f} MB.",
+              "",
+              "### Loaded DRAM latency: the pointer chase",
+              "",
+              "Warps per SM x chains per warp (ILP) dependent full-line loads in flight, and 0, 1 "
+              "or 2 full lines written per step and chain (`ONLY=w bash bench/device/"
+              "mem_rows.sh h100`, a third H100 call, 19 s). Reads and writes in TB/s (ncu); "
+              "their loads are over the model's sustainable bandwidth "
+              f"({h100.dram.bandwidth.bytes_per_s * params.dram_efficiency / 1e12:.2f} TB/s). "
+              "*Wait*: ns per step over the lightest launch's with as many writes (4 warps, one "
+              "chain); *model*: `dram_queue_latency` x L / (1 - L), L = read load + "
+              "`dram_queue_write_weight` x write load, capped at "
+              f"{params.dram_queue_max_load}.",
+              "",
+              "| writes/step | warps/SM | ILP | ns per step (ncu) | read TB/s | write TB/s | wait ns | model ns |",
+              "|---|---|---|---|---|---|---|---|"]
+    model = queue_model(chase, params.dram_queue_latency, params.dram_queue_write_weight,
+                        params.dram_queue_max_load)
+    for (_, c), m in zip(chase.iterrows(), model):
+        lines.append(f"| {int(c.writes)} | {int(c.warps_per_sm)} | {int(c.ilp)} | {c.ns:.0f} | "
+                     f"{c.dram_read / c.ncu_ns / 1e3:.2f} | {c.dram_write / c.ncu_ns / 1e3:.2f} | "
+                     f"{c.queue_ns:.0f} | {m:.0f} |")
+    lines += ["",
+              f"- Fitted on the reads-only chase at loads 0.3-{params.dram_queue_max_load + 0.1:.1f}: "
+              f"`dram_queue_latency` = {fitted_q:.0f} ns (ModelParams: "
+              f"{params.dram_queue_latency:.0f}); on the chase with writes at read + write loads of "
+              f"0.2-0.75: `dram_queue_write_weight` = {fitted_w:.1f} (ModelParams: "
+              f"{params.dram_queue_write_weight}; shallow: RMS error 220 ns at 2, 208 at 3.3, 210 at 4). Below a "
+              "load of 0.3 the step time grows with the loads in flight per SM more than with "
+              "the DRAM's load (4 to 16 in flight: 443 to 523 ns at loads of 0.05-0.17), which "
+              "the model's issue loop times itself; above the cap the bandwidth bound holds a "
+              "kernel back, not its latency (256 in flight: 1,513 ns at 0.93).",
+              "- Not modelled: a store costs the same warp's next load about 150-185 ns even "
+              "unloaded (the lightest launches: 443 ns per step without writes, 628 with one "
+              "line written per step, 745 with two); the model's issue loop lets a load go "
+              "past the warp's earlier stores.",
+              "- Event-timed (warm TLBs) the unloaded step is 262 ns where ncu, which flushes "
+              "the caches before each launch, times 443: the model's unloaded latency "
+              f"({base_ns:.0f} ns, fitted on ncu records) is the cold one."]
+    lines += l2_ports_table(h100)
+    body = "\n".join(lines) + "\n"
+    print(body)
+    if "--fit" in argv:
+        print(f"fitted: l2_private_capacity={fitted_share:.3f} dram_queue_latency={fitted_q:.1f} "
+              f"dram_queue_write_weight={fitted_w:.1f}")
+    update_section(SECTION, body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The memory microbenchmarks' shipped H100/H200 data (bench/data/device/mem_rows/) and the
+model constants fitted on them (bench/bench_mem.py): the fit must give the constants the
+model uses, and the H200, held out, must land where the model says."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from simfront.gpu import load_gpu
+from simfront.paths import REPO_ROOT
+from simfront.sim.model.params import DEFAULT_PARAMS
+
+sys.path.insert(0, str(REPO_ROOT / "bench"))
+bench_mem = pytest.importorskip("bench_mem")
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return bench_mem.runs()
+
+
+def test_every_run_pairs_with_its_ncu_records(runs):
+    assert {"mem_rows_h100", "mem_rows_h100_sms64", "mem_rows_h100_sms32",
+            "mem_rows_h200", "mem_rows_h100_writes"} <= set(runs)
+    for name, (rows, chase) in runs.items():
+        assert len(rows) == (0 if name.endswith("_writes") else 38)
+        if "miss" in rows and len(rows):
+            # one read of each row when W is small, three when it is large
+            small, large = rows[rows.w_mb < 20], rows[rows.w_mb > 70]
+            assert np.allclose(small.reads, 1.0, atol=0.01), name
+            assert np.allclose(large.reads, 3.0, atol=0.01), name
+    assert len(runs["mem_rows_h100"][1]) == 15
+    assert len(runs["mem_rows_h100_writes"][1]) == 30
+
+
+def test_the_l2_share_private_rows_find_is_the_fit_and_holds_on_the_h200(runs):
+    h100 = load_gpu("h100")
+    h200 = load_gpu("h100-as-h200")
+    rows = [r for k, (r, _) in runs.items()
+            if k.startswith("mem_rows_h100") and "miss" in r and len(r)]
+    import pandas as pd
+
+    fitted = bench_mem.fit_capacity(pd.concat(rows), h100.l2.size.bytes, h100)
+    assert fitted == pytest.approx(DEFAULT_PARAMS.l2_private_capacity, abs=0.006)
+    # The knee does not move with the SMs a green context leaves out.
+    for k in ("mem_rows_h100_sms64", "mem_rows_h100_sms32"):
+        a = runs["mem_rows_h100"][0]
+        b = runs[k][0]
+        assert np.abs(a.miss.to_numpy() - b.miss.to_numpy()).max() < 0.15
+    # Held out: the H200's 60 MiB L2, where half the re-reads miss.
+    g = runs["mem_rows_h200"][0]
+    g = g[g.per_sm == 2].sort_values("w_mb")
+    hw_knee = float(np.interp(0.5, g.miss, g.w_mb))
+    w = np.arange(20, 80, 0.25)
+    model = bench_mem.model_miss(w * 2**20, h200.l2.size.bytes,
+                                 DEFAULT_PARAMS.l2_private_capacity, h200)
+    assert float(np.interp(0.5, model, w)) == pytest.approx(hw_knee, abs=2.0)
+
+
+def test_the_dram_queue_constants_are_the_fit_of_the_chase(runs):
+    import pandas as pd
+
+    h100 = load_gpu("h100")
+    chase = bench_mem.chase_load(pd.concat([runs["mem_rows_h100"][1],
+                                            runs["mem_rows_h100_writes"][1]]), h100)
+    cap = DEFAULT_PARAMS.dram_queue_max_load
+    q = bench_mem.fit_queue(chase, cap)
+    assert q == pytest.approx(DEFAULT_PARAMS.dram_queue_latency, abs=1.0)
+    w = bench_mem.fit_write_weight(chase, DEFAULT_PARAMS.dram_queue_latency, cap)
+    assert w == pytest.approx(DEFAULT_PARAMS.dram_queue_write_weight, abs=0.051)
+    # latency rises with load: the most loaded launch waits 3x the least loaded one
+    reads = chase[chase.writes == 0].sort_values("load")
+    assert reads.ns.iloc[-1] > 3 * reads.ns.iloc[0]
+    # and writes make reads wait: at about the same DRAM traffic (1.8-1.9 TB/s), a step
+    # whose warps also write waits twice as long
+    r = chase[(chase.writes == 0) & (chase.warps_per_sm == 64) & (chase.ilp == 1)]
+    w1 = chase[(chase.writes == 1) & (chase.warps_per_sm == 64) & (chase.ilp == 1)]
+    assert float(w1.queue_ns.iloc[0]) > 3 * float(r.queue_ns.iloc[0])
