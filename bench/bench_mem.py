@@ -78,6 +78,12 @@ def read_run(stem: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows, chase
 
 
+def reads_only(name: str) -> bool:
+    """A run of the rows that only read (the fit set of ``l2_private_capacity``), not of the
+    rows whose last pass writes (``_rowsw``) nor of the chase alone (``_writes``)."""
+    return "_rowsw" not in name and not name.endswith("_writes")
+
+
 def runs() -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """Every shipped run, by file stem (``mem_rows_h100``, ``mem_rows_h100_sms64``, ...)."""
     return {p.stem: read_run(p.stem) for p in sorted(DATA.glob("mem_rows_h*.csv"))
@@ -146,6 +152,47 @@ def fit_write_weight(c: pd.DataFrame, q: float, max_load: float) -> float:
 PORTS = REPO_ROOT / "bench" / "data" / "device" / "l2_ports"
 
 
+def rows_with_writes_table(all_runs) -> list[str]:
+    """The rows whose last pass also writes the row out (``rowsw``), against the rows that
+    only read: where half the re-reads miss."""
+    pairs = (("mem_rows_h100", "mem_rows_h100_rowsw0", "all SMs"),
+             ("mem_rows_h100_sms64", "mem_rows_h100_rowsw64", "64 SMs"))
+    if not all(a in all_runs and b in all_runs for a, b, _ in pairs):
+        return []
+
+    def knee(r):
+        g = r[r.per_sm == 2].sort_values("w_mb")
+        return float(np.interp(0.5, g.miss.to_numpy(float), g.w_mb.to_numpy(float)))
+
+    ws = [16, 20, 24, 28, 32, 36, 40, 44]
+    lines = ["", "### Private rows whose last pass writes them out (a softmax's)", "",
+             "`ONLY=\"rw0 rw64\" bash bench/device/mem_rows.sh h100` (one H100 call, 25 s): the "
+             "rows as above, 2 blocks per SM, the third pass also writing each row to an "
+             "output as large as the input. Miss share of the re-reads against W (the rows "
+             "read):", "",
+             "| run | " + " | ".join(f"{w} MB" for w in ws) + " | half miss at |",
+             "|---|" + "---|" * (len(ws) + 1)]
+    for a, b, label in pairs:
+        for key, what in ((a, "reads only"), (b, "last pass writes")):
+            r = all_runs[key][0]
+            g = r[r.per_sm == 2]
+            vals = {int(round(w)): m for w, m in zip(g.w_mb, g.miss)}
+            lines.append(f"| {label}, {what} | " + " | ".join(
+                f"{vals[w]:.2f}" if w in vals else "" for w in ws) + f" | {knee(r):.1f} MB |")
+    k0, k1 = knee(all_runs[pairs[0][0]][0]), knee(all_runs[pairs[0][1]][0])
+    lines += ["",
+              f"- The writes move the knee from {k0:.1f} to {k1:.1f} MB ({k1 / k0:.2f}): about "
+              "what counting the other rows' output in the reuse distance gives (a third of "
+              "the rows are in their writing pass at any time, so W x 4/3 passes through the "
+              "L2 between two reads of a line: 40 / 1.33 = 30 MB). The model's private reuse "
+              "counts a warp's own accesses times the resident warps, so a row read in a pass "
+              "without writes does not see the others' output: this is why it lets the "
+              "LM-head softmax's rows fit the L2 on 96 and 64 SMs, where the H100 keeps "
+              "re-reading them (docs/model.md, *Inter-kernel L2*). Measured, not yet in the "
+              "model."]
+    return lines
+
+
 def l2_ports_table(gpu) -> list[str]:
     """The L2 port microbenchmark: sectors per clock by kind, and how busy ncu found the
     L2's tags and its crossbar input port."""
@@ -204,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     base_ns = memory_latencies(h100, params)["dram"] / h100.clocks.core.hz * 1e9
 
     h100_rows = pd.concat([r for k, (r, _) in all_runs.items()
-                           if k.startswith("mem_rows_h100") and "miss" in r and len(r)])
+                           if k.startswith("mem_rows_h100") and reads_only(k) and "miss" in r
+                           and len(r)])
     fitted_share = fit_capacity(h100_rows, l2_h100, h100)
     chase = chase_load(pd.concat([all_runs["mem_rows_h100"][1],
                                   all_runs["mem_rows_h100_writes"][1]]), h100)
@@ -224,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
              "Every block owns a row and reads it 3 times (a block reduction between passes); W = "
              "resident blocks x row bytes. Miss share = (DRAM bytes / rows' bytes - 1) / 2.",
              ""]
-    keys = [k for k, (r, _) in all_runs.items() if "miss" in r and len(r)]
+    keys = [k for k, (r, _) in all_runs.items() if reads_only(k) and "miss" in r and len(r)]
     ws = sorted(set().union(*[set(all_runs[k][0].w_mb.round().astype(int)) for k in keys]))
     ws = [w for w in ws if 24 <= w <= 60]
     head = "| run | blocks/SM | " + " | ".join(f"{w} MB" for w in ws) + " |"
@@ -297,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
               "- Event-timed (warm TLBs) the unloaded step is 262 ns where ncu, which flushes "
               "the caches before each launch, times 443: the model's unloaded latency "
               f"({base_ns:.0f} ns, fitted on ncu records) is the cold one."]
+    lines += rows_with_writes_table(all_runs)
     lines += l2_ports_table(h100)
     body = "\n".join(lines) + "\n"
     print(body)

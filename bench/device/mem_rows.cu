@@ -1,6 +1,8 @@
 // Two memory facts the timing model takes from the description, measured where a kernel
 // meets them (issue 12: the LM-head softmax and the elementwise casts of the paper steps).
 //
+// rows: how much of the L2 the resident blocks of a kernel can reuse (rowsw: the same, the
+//   last pass also writing the row out, as a softmax's does).
 // rows: how much of the L2 the resident blocks of a kernel can reuse. Every block owns one
 //   row of R bytes and reads it PASSES times, each pass waiting on the one before through a
 //   block reduction (a softmax's max, sum and write passes). With B blocks resident on each
@@ -18,7 +20,7 @@
 // SMS > 0 runs the kernels in a green context of that many SMs (a per-process setting, as
 // `simfront timeline --sms` uses): the L2 stays whole, the SMs that share it are fewer.
 //
-//   nvcc -O3 -arch=sm_90 mem_rows.cu -o mem_rows -lcuda && ./mem_rows [REPS [SMS [rows|chase|chasew|all]]]
+//   nvcc -O3 -arch=sm_90 mem_rows.cu -o mem_rows -lcuda && ./mem_rows [REPS [SMS [rows|rowsw|chase|chasew|all]]]
 // Prints CSV rows: rows,<SMs>,<blocks/SM>,<resident rows>,<row bytes>,<W MB>,<grid>,<ms>,<GB/s>
 //             and: chase[w],<SMs>,<warps/SM>,<ilp>,<steps>,<ms>,<ns per step>,<GB/s read>,<writes>
 // REPS=1 (under ncu) leaves the warm-up launches out: every rows/chase launch is one profiled
@@ -46,16 +48,18 @@ __global__ void fill_random(float* p, size_t n) {
 }
 
 __global__ void __launch_bounds__(1024, 2) rows(const float4* __restrict__ p, int n4, int passes,
-                                             float* out) {
+                                             float* out, float4* __restrict__ wrow) {
   extern __shared__ float pad[];  // dynamic shared memory only limits blocks per SM
   __shared__ float red[32];
   const float4* row = p + (size_t)blockIdx.x * n4;
   float carry = 0.f;
   for (int k = 0; k < passes; ++k) {
     float s = 0.f;
+    const bool write = wrow != nullptr && k == passes - 1;  // rowsw: a softmax's last pass
     for (int i = threadIdx.x; i < n4; i += blockDim.x) {
       float4 v = __ldcg(row + i);  // L2 only: the question is the L2's capacity
       s += fmaxf(v.x, carry) + v.y + v.z + v.w;
+      if (write) wrow[(size_t)blockIdx.x * n4 + i] = make_float4(v.x * carry, v.y, v.z, v.w);
     }
     for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
@@ -139,10 +143,13 @@ int main(int argc, char** argv) {
   float* out; CK(cudaMalloc(&out, 1 << 20));
 
   // rows ------------------------------------------------------------------------------
-  if (strcmp(what, "rows") == 0 || strcmp(what, "all") == 0) {
+  const bool rows_write = strcmp(what, "rowsw") == 0;
+  if (strcmp(what, "rows") == 0 || strcmp(what, "all") == 0 || rows_write) {
   const int passes = 3;
   const size_t buf_bytes = 3072 * MB;
   float* buf; CK(cudaMalloc(&buf, buf_bytes));
+  float4* wbuf_rows = nullptr;  // rowsw: each row's output, as large as its input
+  if (rows_write) CK(cudaMalloc(&wbuf_rows, buf_bytes));
   fill_random<<<sms * 8, 512>>>(buf, buf_bytes / 4);
   CK(cudaDeviceSynchronize());
   CK(cudaFuncSetAttribute(rows, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
@@ -155,23 +162,26 @@ int main(int argc, char** argv) {
       size_t rb = ((size_t)w * MB / resident) / 512 * 512;  // bytes per row, whole float4 x 32
       int n4 = (int)(rb / 16);
       long grid = std::min<long>(resident * 16, (long)(buf_bytes / rb));
-      auto go = [&] { rows<<<grid, 1024, smem, st>>>((const float4*)buf, n4, passes, out); };
+      auto go = [&] { rows<<<grid, 1024, smem, st>>>((const float4*)buf, n4, passes, out,
+                                                      wbuf_rows); };
       if (reps > 1) go();  // warm-up
       std::vector<float> t;
       for (int r = 0; r < reps; ++r) t.push_back(time_ms(st, go));
       std::sort(t.begin(), t.end());
       float ms = t[t.size() / 2];
       double bytes = (double)grid * rb * passes;
-      printf("rows,%d,%d,%ld,%zu,%.2f,%ld,%.4f,%.1f\n", sms, occ, resident, rb,
+      printf("%s,%d,%d,%ld,%zu,%.2f,%ld,%.4f,%.1f\n", rows_write ? "rowsw" : "rows", sms,
+             occ, resident, rb,
              resident * (double)rb / MB, grid, ms, bytes / ms / 1e6);
       fflush(stdout);
     }
   }
   CK(cudaFree(buf));
+  if (wbuf_rows) CK(cudaFree(wbuf_rows));
   }
 
   // chase ------------------------------------------------------------------------------
-  if (strcmp(what, "rows") == 0) return 0;
+  if (strcmp(what, "rows") == 0 || rows_write) return 0;
   const bool with_writes = strcmp(what, "chasew") == 0;
   const unsigned w_lines = (unsigned)(1024 * MB / 128);
   unsigned* wbuf; CK(cudaMalloc(&wbuf, (size_t)w_lines * 128));

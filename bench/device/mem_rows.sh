@@ -4,6 +4,8 @@
 # the rows in green contexts of each SM count given, and (w) the chase with writes.
 #   bash bench/device/mem_rows.sh TAG [SMS|w ...]     (TAG names the files: h100, h200)
 #   ONLY=w bash bench/device/mem_rows.sh h100          (the chase with writes alone)
+#   ONLY="rw0 rw64" bash bench/device/mem_rows.sh h100 (the rows writing their last pass out,
+#                                                       whole GPU and 64 SMs)
 # Writes $OUT/mem_rows_TAG[_smsN|_writes].csv and $OUT/mem_rows_TAG[_smsN|_writes]_ncu.csv.
 set -u
 TAG=${1:-h100}; shift; T=${TMPDIR:-/tmp}; mkdir -p $OUT
@@ -15,6 +17,7 @@ list="0 $*"; [ -n "${ONLY:-}" ] && list=$ONLY   # ONLY="w": that run alone
 for sms in $list; do
   f=mem_rows_$TAG; what=all
   if [ "$sms" = w ]; then f=${f}_writes; what=chasew; sms=0
+  elif [ "${sms#rw}" != "$sms" ]; then f=${f}_rowsw${sms#rw}; what=rowsw; sms=${sms#rw}
   elif [ "$sms" != 0 ]; then f=${f}_sms$sms; what=rows; fi
   t0=$(date +%s)
   $T/mem_rows 5 $sms $what > $OUT/$f.csv || exit 1
