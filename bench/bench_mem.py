@@ -27,7 +27,6 @@ Run: ``python bench/bench_mem.py [--fit]``; updates its section of bench/RESULTS
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -38,6 +37,7 @@ import pandas as pd
 
 from simfront.gpu import load_gpu
 from simfront.paths import REPO_ROOT
+from simfront.sim.model.cache import survival_probability
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import bandwidths, memory_latencies
 
@@ -97,9 +97,20 @@ def model_miss(w_bytes: np.ndarray, l2_bytes: float, share: float, gpu) -> np.nd
     l2 = gpu.l2
     ways = l2.assoc
     sets = l2_bytes / (l2.line.bytes * ways)
-    lam = w_bytes / l2.line.bytes / share / sets
-    p = 0.5 * (1.0 + np.vectorize(math.erf)((ways - 0.5 - lam) / np.sqrt(2.0 * lam)))
-    return 1.0 - p
+    between = np.asarray(w_bytes, float) / l2.line.bytes / share
+    return np.array([1.0 - survival_probability(b, sets, ways) for b in between])
+
+
+def knee(rows: pd.DataFrame) -> float:
+    """W, in MB, at which half the re-reads miss (2 blocks per SM where a run has both)."""
+    g = rows[rows.per_sm == rows.per_sm.max()].sort_values("w_mb")
+    return float(np.interp(0.5, g.miss.to_numpy(float), g.w_mb.to_numpy(float)))
+
+
+def model_knee(l2_bytes: float, share: float, gpu) -> float:
+    """W, in MB, at which the model misses half the re-reads."""
+    w = np.arange(8, 128, 0.25)
+    return float(np.interp(0.5, model_miss(w * 2**20, l2_bytes, share, gpu), w))
 
 
 def fit_capacity(rows: pd.DataFrame, l2_bytes: float, gpu) -> float:
@@ -159,10 +170,6 @@ def rows_with_writes_table(all_runs) -> list[str]:
              ("mem_rows_h100_sms64", "mem_rows_h100_rowsw64", "64 SMs"))
     if not all(a in all_runs and b in all_runs for a, b, _ in pairs):
         return []
-
-    def knee(r):
-        g = r[r.per_sm == 2].sort_values("w_mb")
-        return float(np.interp(0.5, g.miss.to_numpy(float), g.w_mb.to_numpy(float)))
 
     ws = [16, 20, 24, 28, 32, 36, 40, 44]
     lines = ["", "### Private rows whose last pass writes them out (a softmax's)", "",
@@ -289,11 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         m = model_miss(np.array(ws, float) * 2**20, l2b, share, gpu)
         lines.append(f"| model, {name} L2 at {share:.2f} | | " + " | ".join(
             f"{v:.2f}" for v in m) + " |")
-    half = {}
-    for k in keys:
-        r = all_runs[k][0]
-        g = r[r.per_sm == r.per_sm.max()].sort_values("w_mb")
-        half[k] = float(np.interp(0.5, g.miss.to_numpy(float), g.w_mb.to_numpy(float)))
+    half = {k: knee(all_runs[k][0]) for k in keys}
     lines += ["",
               "- Half the re-reads miss at W = " + ", ".join(
                   f"{v:.1f} MB ({k.removeprefix('mem_rows_')})" for k, v in half.items())
@@ -306,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{fitted_share:.3f} (ModelParams: {share}). Held out, the H200's knee: "
               "measured at "
               f"{half.get('mem_rows_h200', float('nan')):.1f} MB, the model's at "
-              f"{float(np.interp(0.5, model_miss(np.arange(20, 80, 0.25) * 2**20, l2_h200, share, h200), np.arange(20, 80, 0.25))):.1f} MB.",
+              f"{model_knee(l2_h200, share, h200):.1f} MB.",
               "",
               "### Loaded DRAM latency: the pointer chase",
               "",

@@ -44,10 +44,8 @@ def test_a_last_pass_that_writes_shrinks_what_the_re_reads_find(runs):
     for plain, written in (("mem_rows_h100", "mem_rows_h100_rowsw0"),
                            ("mem_rows_h100_sms64", "mem_rows_h100_rowsw64")):
         a, b = runs[plain][0], runs[written][0]
-        a, b = a[a.per_sm == 2].sort_values("w_mb"), b[b.per_sm == 2].sort_values("w_mb")
-        ka = float(np.interp(0.5, a.miss, a.w_mb))
-        kb = float(np.interp(0.5, b.miss, b.w_mb))
-        assert 0.65 < kb / ka < 0.82
+        assert 0.65 < bench_mem.knee(b) / bench_mem.knee(a) < 0.82
+        a, b = a[a.per_sm == 2], b[b.per_sm == 2]
         assert float(b[b.w_mb.round() == 32].miss.iloc[0]) > 0.5 > float(
             a[a.w_mb.round() == 32].miss.iloc[0])
 
@@ -68,13 +66,9 @@ def test_the_l2_share_private_rows_find_is_the_fit_and_holds_on_the_h200(runs):
         b = runs[k][0]
         assert np.abs(a.miss.to_numpy() - b.miss.to_numpy()).max() < 0.15
     # Held out: the H200's 60 MiB L2, where half the re-reads miss.
-    g = runs["mem_rows_h200"][0]
-    g = g[g.per_sm == 2].sort_values("w_mb")
-    hw_knee = float(np.interp(0.5, g.miss, g.w_mb))
-    w = np.arange(20, 80, 0.25)
-    model = bench_mem.model_miss(w * 2**20, h200.l2.size.bytes,
-                                 DEFAULT_PARAMS.l2_private_capacity, h200)
-    assert float(np.interp(0.5, model, w)) == pytest.approx(hw_knee, abs=2.0)
+    hw_knee = bench_mem.knee(runs["mem_rows_h200"][0])
+    model = bench_mem.model_knee(h200.l2.size.bytes, DEFAULT_PARAMS.l2_private_capacity, h200)
+    assert model == pytest.approx(hw_knee, abs=2.0)
 
 
 def test_the_dram_queue_constants_are_the_fit_of_the_chase(runs):

@@ -1,27 +1,26 @@
 // Two memory facts the timing model takes from the description, measured where a kernel
 // meets them (issue 12: the LM-head softmax and the elementwise casts of the paper steps).
 //
-// rows: how much of the L2 the resident blocks of a kernel can reuse (rowsw: the same, the
-//   last pass also writing the row out, as a softmax's does).
 // rows: how much of the L2 the resident blocks of a kernel can reuse. Every block owns one
 //   row of R bytes and reads it PASSES times, each pass waiting on the one before through a
 //   block reduction (a softmax's max, sum and write passes). With B blocks resident on each
 //   of S SMs a row's re-read comes after the resident rows moved W = B*S*R bytes through the
 //   L2; an LRU L2 of C bytes keeps the rows while W < C. Under ncu, dram__bytes_read per row
 //   over R gives the reads of each row: 1 when every re-read hit, PASSES when none did.
-//   The data is random (a hash), so no compression can make it look smaller.
-// chase: DRAM load-to-use under load (chasew: the same with 1 or 2 full lines written per
-//   step and chain, streamed to another 1 GB: how writes lengthen the reads' wait).
+//   The data is random (a hash), so no compression can make it look smaller. rowsw: the
+//   same, the last pass also writing the row out, as a softmax's does.
 // chase: DRAM load-to-use under load. Each warp follows ILP chains of dependent loads through
 //   a random cycle of 128-byte lines in a buffer far larger than the L2 (every load misses),
 //   one line per step and chain. With N warps resident per SM, time per step is the loaded
-//   latency, and lines x 128 B / time the bandwidth that load makes.
+//   latency, and lines x 128 B / time the bandwidth that load makes. chasew: the same with 1
+//   or 2 full lines written per step and chain, streamed to another 1 GB: how writes
+//   lengthen the reads' wait.
 //
 // SMS > 0 runs the kernels in a green context of that many SMs (a per-process setting, as
 // `simfront timeline --sms` uses): the L2 stays whole, the SMs that share it are fewer.
 //
 //   nvcc -O3 -arch=sm_90 mem_rows.cu -o mem_rows -lcuda && ./mem_rows [REPS [SMS [rows|rowsw|chase|chasew|all]]]
-// Prints CSV rows: rows,<SMs>,<blocks/SM>,<resident rows>,<row bytes>,<W MB>,<grid>,<ms>,<GB/s>
+// Prints CSV rows: rows[w],<SMs>,<blocks/SM>,<resident rows>,<row bytes>,<W MB>,<grid>,<ms>,<GB/s>
 //             and: chase[w],<SMs>,<warps/SM>,<ilp>,<steps>,<ms>,<ns per step>,<GB/s read>,<writes>
 // REPS=1 (under ncu) leaves the warm-up launches out: every rows/chase launch is one profiled
 // kernel, in the order printed.

@@ -211,18 +211,26 @@ def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line
                  cache_of_block, n_caches, L1_KEY_BITS, True, by_block, owners)
 
 
-@numba.njit(cache=True, inline="always")
-def survives(line, lines_between, n_sets, ways):
-    """Whether ``line`` is still in an LRU cache after ``lines_between`` other lines went
-    through it: it is unless ``ways`` of them fell in its set. Set indices look random
-    (hashed), so that count is Poisson with mean ``lines_between / n_sets``; the line
-    survives when a hash of its address, uniform in [0, 1), is below that probability
-    (normal approximation). Deterministic, and smooth around a full cache, where a fully
-    associative cache would flip from all hits to all misses."""
+@numba.njit(cache=True)
+def survival_probability(lines_between, n_sets, ways):
+    """The chance a line is still in an LRU cache after ``lines_between`` other lines went
+    through it: fewer than ``ways`` of them fell in its set. Set indices look random
+    (hashed), so that count is Poisson with mean ``lines_between / n_sets`` (normal
+    approximation); smooth around a full cache, where a fully associative cache would flip
+    from all hits to all misses."""
     lam = lines_between / n_sets
     if lam <= 0.0:
+        return 1.0
+    return 0.5 * (1.0 + math.erf((ways - 0.5 - lam) / math.sqrt(2.0 * lam)))
+
+
+@numba.njit(cache=True, inline="always")
+def survives(line, lines_between, n_sets, ways):
+    """Whether ``line`` survives (:func:`survival_probability`): it does when a hash of its
+    address, uniform in [0, 1), is below that probability. Deterministic."""
+    if lines_between <= 0:
         return True
-    p = 0.5 * (1.0 + math.erf((ways - 0.5 - lam) / math.sqrt(2.0 * lam)))
+    p = survival_probability(lines_between, n_sets, ways)
     z = ((line ^ (line >> 16)) * 0x45D9F3B) & 0xFFFFFFFF
     z = ((z ^ (z >> 16)) * 0x45D9F3B) & 0xFFFFFFFF
     z ^= z >> 16

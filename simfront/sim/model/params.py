@@ -35,7 +35,7 @@ class ModelParams:
     #: share) holds a kernel back, and a queue term would count that wait twice. Chosen.
     dram_queue_max_load: float = 0.8
     #: Kernels whose load at the unloaded latency is below this run the issue loop once:
-    #: their wait is under 16 ns. Chosen, for speed.
+    #: their wait is under 16 ns, and each further run costs what the first does. Chosen.
     dram_queue_min_load: float = 0.2
     #: Clocks between a block slot freeing and the next block's first issue.
     block_start_cycles: int = 50

@@ -91,6 +91,14 @@ def dram_load_latency(base: float, load: float, gpu, params: ModelParams) -> flo
     return base + params.dram_queue_latency * gpu.clocks.core.hz / 1e9 * r / (1.0 - r)
 
 
+def memory_bounds(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
+                  l2_per_clk: float) -> tuple[float, float]:
+    """The whole GPU's DRAM and L2 bandwidth bounds, in clocks, of a trace pass's totals
+    (``cache.simulate_memory``): DRAM sectors read and written, L2 sectors."""
+    return (float(totals[4] + totals[5]) * sector_bytes / dram_per_clk,
+            float(totals[2]) * sector_bytes / l2_per_clk)
+
+
 def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
     """Bytes per core clock, whole GPU: DRAM (times the sustainable share), L2, and the
     most one SM's L1 can take in per clock."""
@@ -482,8 +490,7 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
 
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
-    t_dram = float(prep.totals[4] + prep.totals[5]) * sector / bw["dram"]
-    t_l2 = float(prep.totals[2]) * sector / bw["l2"]
+    t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"])
     # writes weigh more than reads in the wait they make reads take (bench/bench_mem.py)
     t_queue = float(prep.totals[4] + params.dram_queue_write_weight * prep.totals[5]) \
         * sector / bw["dram"]
