@@ -163,9 +163,15 @@ def fit_write_weight(c: pd.DataFrame, q: float, max_load: float) -> float:
 PORTS = REPO_ROOT / "bench" / "data" / "device" / "l2_ports"
 
 
-def rows_with_writes_table(all_runs) -> list[str]:
+#: The rowsw kernel's bytes moved per byte read: three passes read the row, the last also
+#: writes it (``cache.global_bytes``' ratio, which the model counts in a reuse distance).
+ROWSW_TRAFFIC = 4 / 3
+
+
+def rows_with_writes_table(all_runs, gpu, share: float) -> list[str]:
     """The rows whose last pass also writes the row out (``rowsw``), against the rows that
-    only read: where half the re-reads miss."""
+    only read: where half the re-reads miss, and where the model's do when it counts the
+    writes in the reuse distance (``ModelParams.private_reuse_counts_writes``)."""
     pairs = (("mem_rows_h100", "mem_rows_h100_rowsw0", "all SMs"),
              ("mem_rows_h100_sms64", "mem_rows_h100_rowsw64", "64 SMs"))
     if not all(a in all_runs and b in all_runs for a, b, _ in pairs):
@@ -186,17 +192,100 @@ def rows_with_writes_table(all_runs) -> list[str]:
             vals = {int(round(w)): m for w, m in zip(g.w_mb, g.miss)}
             lines.append(f"| {label}, {what} | " + " | ".join(
                 f"{vals[w]:.2f}" if w in vals else "" for w in ws) + f" | {knee(r):.1f} MB |")
+    l2b = gpu.l2.size.bytes
+    for label, scale in (("model, reads only", 1.0), ("model, last pass writes", ROWSW_TRAFFIC)):
+        m = model_miss(np.array(ws, float) * 2**20, l2b, share / scale, gpu)
+        lines.append(f"| {label} | " + " | ".join(f"{v:.2f}" for v in m)
+                     + f" | {model_knee(l2b, share / scale, gpu):.1f} MB |")
     k0, k1 = knee(all_runs[pairs[0][0]][0]), knee(all_runs[pairs[0][1]][0])
+    k64 = knee(all_runs[pairs[1][1]][0])
+    km = model_knee(l2b, share / ROWSW_TRAFFIC, gpu)
     lines += ["",
-              f"- The writes move the knee from {k0:.1f} to {k1:.1f} MB ({k1 / k0:.2f}): about "
-              "what counting the other rows' output in the reuse distance gives (a third of "
-              "the rows are in their writing pass at any time, so W x 4/3 passes through the "
-              "L2 between two reads of a line: 40 / 1.33 = 30 MB). The model's private reuse "
-              "counts a warp's own accesses times the resident warps, so a row read in a pass "
-              "without writes does not see the others' output: this is why it lets the "
-              "LM-head softmax's rows fit the L2 on 96 and 64 SMs, where the H100 keeps "
-              "re-reading them (docs/model.md, *Inter-kernel L2*). Measured, not yet in the "
-              "model."]
+              f"- The writes move the knee from {k0:.1f} to {k1:.1f} MB ({k1 / k0:.2f}): what "
+              "counting the other rows' output in the reuse distance gives (a third of the "
+              "rows are in their writing pass at any time, so W x 4/3 passes through the L2 "
+              "between two reads of a line). Since model-1.8 the model counts it so "
+              "(`private_reuse_counts_writes`: a warp's wait, in the sectors it asked for, "
+              "times the resident warps and the kernel's bytes moved per byte read): its knee "
+              f"for these rows is {km:.1f} MB against {k1:.1f} (all SMs) and {k64:.1f} (64 SMs) "
+              "measured, held out of every fit. Before, a row read in a pass without writes "
+              "did not see the others' output, and the LM-head softmax's rows fitted the L2 "
+              "on 96 SMs, where the H100 keeps re-reading them (docs/model.md, *Inter-kernel "
+              "L2*)."]
+    return lines
+
+
+TRACES = DATA / "traces"
+#: (trace set, the run whose ncu records time its launches, SMs) of the traced rows.
+TRACED = (("rows_sms0", "mem_rows_h100", 0), ("rows_sms64", "mem_rows_h100_sms64", 64),
+          ("rows_sms32", "mem_rows_h100_sms32", 32), ("rowsw_sms0", "mem_rows_h100_rowsw0", 0),
+          ("rowsw_sms64", "mem_rows_h100_rowsw64", 64))
+
+
+def model_on_traces(all_runs, gpu, params=DEFAULT_PARAMS, keep=lambda w_mb: True) -> pd.DataFrame:
+    """The model on the traced rows launches (``traces/``, 8 blocks each) against the ncu
+    records of the same launches: time and reads of each row, one line per launch."""
+    from simfront.gpu import with_variants
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import TraceSet
+
+    out = []
+    for name, run, sms in TRACED:
+        if not (TRACES / name).is_dir() or run not in all_runs:
+            continue
+        hw = all_runs[run][0]
+        hw = hw[hw.per_sm == 2].reset_index(drop=True)
+        g = with_variants(gpu, sm_count=sms) if sms else gpu
+        for i, k in enumerate(TraceSet(TRACES / name).kernels()):
+            if not keep(float(hw.w_mb[i])):
+                continue
+            if tuple(k.header.grid)[0] != hw.grid[i]:
+                raise ValueError(f"{TRACES / name}: launch {i} has grid {k.header.grid}, "
+                                 f"{run} ran {hw.grid[i]}")
+            rec = simulate_kernel(k, g, params=params, cache=False)
+            out.append({"kind": name.split("_")[0], "sms": sms or gpu.sm_count,
+                        "w_mb": float(hw.w_mb[i]), "hw_us": hw.ncu_ns[i] / 1e3,
+                        "model_us": rec["cycles"] / gpu.clocks.core.hz * 1e6,
+                        "hw_reads": float(hw.reads[i]),
+                        "model_reads": rec["dram_read_bytes"] / (hw.grid[i] * hw.row_bytes[i]),
+                        "bound": rec["bound"]})
+    t = pd.DataFrame(out)
+    if len(t):
+        t["ratio"] = t.model_us / t.hw_us
+    return t
+
+
+def traces_table(all_runs, gpu) -> list[str]:
+    t = model_on_traces(all_runs, gpu)
+    if not len(t):
+        return []
+    lines = ["", "### The model on the rows kernel's own traces", "",
+             "`bash bench/device/trace_rows.sh` and `KIND=rowsw bash bench/device/trace_rows.sh` "
+             "(two H100 calls; `bench/data/device/mem_rows/traces/`, 8 blocks of each of the "
+             "first 8 launches at 2 blocks per SM, in the shapes of the whole GPU and of green "
+             "contexts of 64 and 32 SMs): the model's time over ncu's for the same launch, and "
+             "the reads of each row (ncu / model).", "",
+             "| rows | SMs | " + " | ".join(f"{w:.0f} MB" for w in sorted(set(t.w_mb.round())))
+             + " |", "|---|---|" + "---|" * t.w_mb.round().nunique()]
+    for (kind, sms), g in t.groupby(["kind", "sms"], sort=False):
+        what = "last pass writes" if kind == "rowsw" else "reads only"
+        lines.append(f"| {what} | {sms} | " + " | ".join(
+            f"{r.ratio:.2f} ({r.hw_reads:.2f} / {r.model_reads:.2f})" for r in g.itertuples())
+            + " |")
+    ro = t[(t.kind == "rows") & (t.w_mb < 30)]
+    rw = t[(t.kind == "rowsw") & (t.hw_reads < 1.05)]
+    lines += ["",
+              f"- Rows that only read, while their re-reads hit (W < 30 MB): the model takes "
+              f"{ro.ratio.min():.2f}-{ro.ratio.max():.2f} of ncu's time on "
+              + ", ".join(str(s) for s in sorted(ro.sms.unique(), reverse=True))
+              + " SMs alike: its SM side (issue, L2 hit latency) does not drift with the SM "
+              "count. Past the knee it reads more than the H100 (its survival curve is "
+              "smoother than the H100's).",
+              f"- Rows whose last pass writes, while their re-reads hit: {rw.ratio.min():.2f}-"
+              f"{rw.ratio.max():.2f}, worst on 64 SMs. A store costs a warp's next load "
+              "about 150-185 ns on the H100 (the chase above); the model's issue loop lets "
+              "the load go past it. This is the LM-head softmax's miss on fewer SMs "
+              "(*the others' output in a private reuse distance*). Measured, not modelled."]
     return lines
 
 
@@ -348,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
               "- Event-timed (warm TLBs) the unloaded step is 262 ns where ncu, which flushes "
               "the caches before each launch, times 443: the model's unloaded latency "
               f"({base_ns:.0f} ns, fitted on ncu records) is the cold one."]
-    lines += rows_with_writes_table(all_runs)
+    lines += rows_with_writes_table(all_runs, h100, share)
+    lines += traces_table(all_runs, h100)
     lines += l2_ports_table(h100)
     body = "\n".join(lines) + "\n"
     print(body)

@@ -24,6 +24,8 @@ lines a sampled trace's blocks share, its own section.
 ``--memory``: every set under model-1.6's memory side, with model-1.7's private reuse, with
 its loaded DRAM latency too, and with the L1 crowding judged by block (an option), its own
 section.
+``--writes``: the paper-size sets with model-1.8's writes in a private reuse distance or
+without, and the LM-head softmax's what-ifs against the hardware's, its own section.
 ``--persistent``: only the persistent-GEMM what-if (the cuBLAS sm90 GEMMs of a paper-size
 step on 96/64/32 SMs against the shipped green-context timelines), its own section.
 """
@@ -373,15 +375,18 @@ def _kernel_rows(rows: list[dict], kernels: tuple[str, ...], pick=(0, 1)) -> lis
 
 
 #: What the sharing tables say (their numbers are in the tables and docs/model.md).
-SHARING_READING = ["", "Reading: on the box-sampled Mamba2 step the SSD kernels' DRAM reads come from 1.5-7.6x ncu's to 1.0-1.5x and their cycle errors from 13-74% to 3.5-15% (all but `_chunk_scan_bwd_dcb`, below), and the set's MAPE from 16.6% to 14.2%; its SM-count what-ifs then met issue 12's targets (model-1.7's, in *What-ifs against hardware* above, miss them by 2-5 points through the softmax: *private rows and loaded DRAM latency*). The first:8 sets (one head traced) show no sharing along the heads and keep their SSD over-reads: recapturing with `--sample box:8` is what the fix needs. Mamba1's selective scan (channels share B and C; the backward's REDG adds them into shared lines) reads ncu's bytes within 1% on both captures (its traces are the same blocks either way). Two kernels get worse: the selective scan's backward, timed within 9% only because it read 10x ncu's bytes, is 23% fast reading the right ones; and the layer norm's forward, whose weights every row reads, reads exactly ncu's bytes and is 11-12% fast (its DRAM-bound time is short: not found yet). That is why `mamba2_lm-130m` and `mamba2_lm-paper` are 0.4 and 0.1 points worse. `_chunk_scan_bwd_dcb` stays 3x over: its traced x-tiles share 99% of their lines, which the model reads as one tile's neighbours (group size unknown) and does not extrapolate (docs/model.md)."]
+SHARING_READING = ["", "Reading: on the box-sampled Mamba2 step the SSD kernels' DRAM reads come from 1.5-7.6x ncu's to 1.0-1.5x and their cycle errors from 13-74% to 3.5-15% (all but `_chunk_scan_bwd_dcb`, below), and the set's MAPE from 16.6% to 14.2%; its SM-count what-ifs then met issue 12's targets (model-1.7's, in *What-ifs against hardware* above, miss them by 2-5 points through the softmax: *private rows and loaded DRAM latency*; model-1.8, counting the softmax's output in its rows' reuse distance, misses them by 0.1-2.6 points (at 32 SMs the most): *the others' output in a private reuse distance*). The first:8 sets (one head traced) show no sharing along the heads and keep their SSD over-reads: recapturing with `--sample box:8` is what the fix needs. Mamba1's selective scan (channels share B and C; the backward's REDG adds them into shared lines) reads ncu's bytes within 1% on both captures (its traces are the same blocks either way). Two kernels get worse: the selective scan's backward, timed within 9% only because it read 10x ncu's bytes, is 23% fast reading the right ones; and the layer norm's forward, whose weights every row reads, reads exactly ncu's bytes and is 11-12% fast (its DRAM-bound time is short: not found yet). That is why `mamba2_lm-130m` and `mamba2_lm-paper` are 0.4 and 0.1 points worse. `_chunk_scan_bwd_dcb` stays 3x over: its traced x-tiles share 99% of their lines, which the model reads as one tile's neighbours (group size unknown) and does not extrapolate (docs/model.md)."]
 
 
 MEMORY_SECTION = ("## Timing model: private rows and loaded DRAM latency (model-1.7, "
                   "bench/bench_model.py --memory)")
+#: Without model-1.8's writes in a private reuse distance (``--writes``), to keep what the
+#: section compares: model-1.7's two changes.
+_M17 = dict(private_reuse_counts_writes=False)
 MEMORY_VARIANTS = (("model-1.6", dict(private_reuse=False, dram_queue_latency=0.0)),
-                   ("+ private reuse", dict(dram_queue_latency=0.0)),
-                   ("+ loaded latency (model-1.7)", dict()),
-                   ("+ L1 by block (option)", dict(l1_crowding_by_block=True)))
+                   ("+ private reuse", dict(dram_queue_latency=0.0, **_M17)),
+                   ("+ loaded latency (model-1.7)", _M17),
+                   ("+ L1 by block (option)", dict(l1_crowding_by_block=True, **_M17)))
 #: The kernels the two changes are about: the LM-head softmax (private rows), the casts and
 #: the layer norm's backward (latency under their own DRAM traffic), and the streams and
 #: the optimizer, which must not move.
@@ -407,7 +412,79 @@ def memory_section(gpu) -> list[str]:
 
 
 #: What the memory tables say (their numbers are in the tables and docs/model.md).
-MEMORY_READING = ["", "Reading: private reuse takes the LM-head softmax from 0.36 and 0.69 of ncu's DRAM reads to 0.86 and 0.96 (forward, backward) and its cycle errors from 48% and 29% to 12% and 10%; the loaded latency takes the casts whose threads load one element after another (`unrolled_elementwise`, 11-12% -> 6%), the layer norm's backward (18-19% -> 6%) and the optimizer (`multi_tensor_apply`, 14-15% -> 9%), while the streaming kernels, DRAM-bound with every load in flight, do not move. Summed cycles of the paper steps go from 0.83-0.85 of ncu's to 0.93-0.96 and `mamba2_lm-130m`'s MAPE from 17.5% to 16.7%; the tiny sets and the fit set move by at most 0.07 points. Two kernels get worse: Mamba1's selective-scan backward now reads 1.19x ncu's bytes (its blocks' private lines are judged too; its time is unchanged, still 23% fast, see *What the L2 takes in per clock*), and `_chunk_state_fwd` of the box-sampled Mamba2 step, whose reads the sampled extrapolation leaves at 1.36x ncu's, waits for a load it does not make (3.5% -> 18.5%). The L1 option (*+ L1 by block*) would take the softmax the rest of the way (its logits read 2.9 times, ncu 2.74) and the paper steps' sums to 0.96-0.99, but costs three tiny sets 0.3-0.5 points (their cutlass GEMMs): off (docs/model.md). The what-ifs under model-1.7 are in *What-ifs against hardware* above; the SM-count ones of the Mamba2 steps are 2-5 points worse, through the softmax's response to fewer SMs (docs/model.md, *Inter-kernel L2*)."]
+MEMORY_READING = ["", "Reading: private reuse takes the LM-head softmax from 0.36 and 0.69 of ncu's DRAM reads to 0.86 and 0.96 (forward, backward) and its cycle errors from 48% and 29% to 12% and 10%; the loaded latency takes the casts whose threads load one element after another (`unrolled_elementwise`, 11-12% -> 6%), the layer norm's backward (18-19% -> 6%) and the optimizer (`multi_tensor_apply`, 14-15% -> 9%), while the streaming kernels, DRAM-bound with every load in flight, do not move. Summed cycles of the paper steps go from 0.83-0.85 of ncu's to 0.93-0.96 and `mamba2_lm-130m`'s MAPE from 17.5% to 16.7%; the tiny sets and the fit set move by at most 0.07 points. Two kernels get worse: Mamba1's selective-scan backward now reads 1.19x ncu's bytes (its blocks' private lines are judged too; its time is unchanged, still 23% fast, see *What the L2 takes in per clock*), and `_chunk_state_fwd` of the box-sampled Mamba2 step, whose reads the sampled extrapolation leaves at 1.36x ncu's, waits for a load it does not make (3.5% -> 18.5%). The L1 option (*+ L1 by block*) would take the softmax the rest of the way (its logits read 2.9 times, ncu 2.74) and the paper steps' sums to 0.96-0.99, but costs three tiny sets 0.3-0.5 points (their cutlass GEMMs): off (docs/model.md). The what-ifs under model-1.7 are in *What-ifs against hardware* above; the SM-count ones of the Mamba2 steps are 2-5 points worse, through the softmax's response to fewer SMs (docs/model.md, *Inter-kernel L2*); model-1.8 takes that back at 96 SMs and on the H200 (*the others' output in a private reuse distance*)."]
+
+
+WRITES_SECTION = ("## Timing model: the others' output in a private reuse distance "
+                  "(model-1.8, bench/bench_model.py --writes)")
+WRITES_VARIANTS = (("writes not counted", dict(private_reuse_counts_writes=False)),
+                   ("counted (model-1.8)", dict()))
+#: The sets private reuse matters in (the tiny sets' rows fit the L2 either way).
+WRITES_SETS = ("-paper", "-paper-box", "-130m")
+#: The hardware what-ifs the softmax's ratio is held against (traces/SET/whatif/).
+WRITES_CONDITIONS = (("h100-sms96", dict(sm_count=96)), ("h100-sms64", dict(sm_count=64)),
+                     ("h100-sms32", dict(sm_count=32)), ("h200-all", None))
+
+
+def softmax_whatifs(set_dir, gpu, variants) -> list[str]:
+    """The LM-head softmax's launches of one set: the model's time on each what-if GPU over
+    its time on the H100, per variant, against the hardware's (the what-if timelines)."""
+    from simfront.analysis import whatif as W
+    from simfront.gpu import with_variants
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import TraceSet
+
+    trace = W.trace_launches(set_dir)
+    base, _ = W.read_timeline(set_dir, "h100-all")
+    at_base = W.pair_timeline(trace, base).tl
+    gpus = {c: (with_variants(gpu, **kw) if kw else load_gpu("h100-as-h200"))
+            for c, kw in WRITES_CONDITIONS}
+    out = []
+    for i in trace.index[trace.short_name.str.startswith("cunn_SoftMax")]:
+        kernel = TraceSet(set_dir).kernel(trace.file[i].split(".")[0])
+        cells = []
+        for cond, g in gpus.items():
+            tl, _ = W.read_timeline(set_dir, cond)
+            j = W.pair_timeline(trace, tl).tl[i]
+            hw = tl.time_us.iat[j] / base.time_us.iat[at_base[i]]
+            model = []
+            for _, kw in variants:
+                params = DEFAULT_PARAMS.with_(**kw)
+                model.append(simulate_kernel(kernel, g, params=params, cache=False)["cycles"]
+                             / simulate_kernel(kernel, gpu, params=params, cache=False)["cycles"])
+            cells.append(" / ".join(f"{m:.2f}" for m in model) + f" ({hw:.2f})")
+        out.append(f"| {set_dir.name} | {trace.short_name[i]} | " + " | ".join(cells) + " |")
+    return out
+
+
+def writes_section(gpu) -> list[str]:
+    """The paper-size sets with the kernel's writes counted in a private reuse distance or
+    not, and the LM-head softmax's what-ifs against the hardware's."""
+    rows = variant_rows(_paired_sets(lambda name: name.endswith(WRITES_SETS)), gpu,
+                        WRITES_VARIANTS)
+    what = ("and the summed DRAM read bytes over ncu's. Both count a warp's wait in the "
+            "sectors it asked for (model-1.8; model-1.7 counted its L2 accesses, which the "
+            "L1's hits on the edge lines of a softmax's slices shortened by a quarter). "
+            "Nothing fitted: the rule's check is the rows whose last pass writes (*Memory "
+            "microbenchmarks* above)")
+    lines = _variant_table(WRITES_SECTION, what, rows, [lb for lb, _ in WRITES_VARIANTS],
+                           ("DRAM reads / ncu", "dram", ".2f"))
+    lines += ["", "Per kernel (launches summed; *error*: mean |model cycles / ncu's - 1|), "
+              "not counted -> counted:", "", "| trace set | kernel | launches | "
+              "DRAM reads / ncu | error |", "|---|---|---|---|---|"]
+    lines += _kernel_rows(rows, ("cunn_SoftMaxForward", "cunn_SoftMaxBackward"))
+    lines += ["", "The LM-head softmax's what-ifs: the model's time on the condition over its "
+              "time on the H100 (cold L2, as ncu times a kernel), writes not counted / "
+              "counted, and in brackets the hardware's (`traces/SET/whatif/`, CUPTI):", "",
+              "| trace set | kernel | 96 SMs | 64 SMs | 32 SMs | H200 |", "|---|---|---|---|---|---|"]
+    for name, tdir, npath in hardware_sets():
+        if name.endswith("-paper-box") and (tdir / "whatif").is_dir():
+            lines += softmax_whatifs(tdir, gpu, WRITES_VARIANTS)
+    return lines + WRITES_READING
+
+
+#: What the tables say (their numbers are in the tables and docs/model.md).
+WRITES_READING = ["", "Reading: counting the others' output moves one kernel against ncu, the LM-head softmax's forward (error 8.5% -> 6.0%, 12% under model-1.7's L2-access clock; its logits read 2.60 times, ncu 2.74); the sets move by at most 0.04 points of MAPE and their sums up by 0.003. What it is for is the softmax's what-ifs: on 96 SMs the forward goes from 0.72x its H100 time to 0.96x (the H100 1.00x), on the H200 from 0.61x to 0.70x (0.72x), and the steps' SM-count and H200 errors in *What-ifs against hardware* above with them. Two misses are left, both of kernels slower on fewer SMs than the model makes them: the forward on 64 and 32 SMs (0.73-0.76x and 1.04x against 0.85x and 1.24x) and the backward (1.00x and 1.12x against 1.08x and 1.23x on 96 and 64 SMs). *The model on the rows kernel's own traces* (Memory microbenchmarks) finds where: the model times rows that only read within 0.88-0.98 of ncu on 132, 64 and 32 SMs alike, but rows whose last pass writes at 0.68-0.86, worst on 64 SMs, where the issue loop lets a warp's loads go past its stores (the chase measured about 150-185 ns a store costs the warp's next load)."]
 
 
 def l1_section(gpu) -> list[str]:
@@ -429,6 +506,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if "--sharing" in argv:
         update_section(SHARING_SECTION, "\n".join(sharing_section(load_gpu("h100"))))
+        return 0
+    if "--writes" in argv:
+        update_section(WRITES_SECTION, "\n".join(writes_section(load_gpu("h100"))))
         return 0
     if "--memory" in argv:
         update_section(MEMORY_SECTION, "\n".join(memory_section(load_gpu("h100"))))

@@ -30,7 +30,8 @@ def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int):
                     addrs, np.arange(n, dtype=np.int64) % 4, l1.tags, l1.valid, l1.dirty,
                     l1.stamp, l1.clock, l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock,
                     l2.hash_kind, fill, new_line_owners(), 0, 1, 1, 1, 1,
-                    np.full(l2.tags.shape, -1, np.int64), 1.0, new_line_owners(), np.zeros(l1.tags.shape, np.int64),
+                    np.full(l2.tags.shape, -1, np.int64),
+                    np.zeros(l2.tags.shape, np.int64), np.zeros(1, np.int64), 1.0, 1.0, new_line_owners(), np.zeros(l1.tags.shape, np.int64),
                     np.zeros(4, np.int64), np.zeros((0, 1, 1), np.int64), False, 5, 7, 32,
                     *outs, tot)
     return tot, outs[0]

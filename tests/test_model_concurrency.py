@@ -131,9 +131,11 @@ def test_the_dram_wait_grows_with_load_up_to_its_cap(h100):
     assert dram_load_latency(base, 5.0, h100, DEFAULT_PARAMS) == pytest.approx(top)
 
 
-def _stream(n_warps: int, lines_per_warp: int, co_warps: int, shared: bool):
+def _stream(n_warps: int, lines_per_warp: int, co_warps: int, shared: bool,
+            traffic: float = 1.0):
     """Each warp loads its lines (or, ``shared``, the same lines) twice, warp after warp;
-    one block per warp, all on SM 0. Returns the L2 totals and per-row levels."""
+    one block per warp, all on SM 0; ``traffic``: the kernel's bytes moved per byte read.
+    Returns the L2 totals and per-row levels."""
     from simfront.sim.model.cache import (HASH_MIX, CacheState, mark_line_owners,
                                           new_line_owners, simulate_memory)
     from simfront.sim.model.decode import K_LOAD_GLOBAL
@@ -161,7 +163,9 @@ def _stream(n_warps: int, lines_per_warp: int, co_warps: int, shared: bool):
                     np.zeros(n_warps, np.int64), l1.tags, l1.valid, l1.dirty, l1.stamp,
                     l1.clock, l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock,
                     l2.hash_kind, fill, owners, 0, 1 << 30, 1, 1, co_warps,
-                    np.full(l2.tags.shape, -1, np.int64), 1.0, new_line_owners(),
+                    np.full(l2.tags.shape, -1, np.int64),
+                    np.zeros(l2.tags.shape, np.int64), np.zeros(1, np.int64), 1.0, traffic,
+                    new_line_owners(),
                     np.zeros(l1.tags.shape, np.int64), np.zeros(1, np.int64), np.zeros((0, 1, 1), np.int64), False, 5, 7,
                     32, *outs, tot)
     return tot, outs[0]
@@ -181,6 +185,59 @@ def test_private_reuse_misses_when_the_resident_warps_do_not_fit():
     # read once from DRAM, then hits.
     shared, _ = _stream(4, 64, co_warps=64, shared=True)
     assert shared[4] == 64 * 4
+
+
+def test_the_kernels_writes_lengthen_a_private_reuse_distance():
+    # 8 resident warps re-reading 64 lines each fit 1,024 lines; if the kernel wrote 1.5
+    # bytes per byte read, the others' output between two reads makes 1,280: they do not.
+    fits, _ = _stream(4, 64, co_warps=8, shared=False)
+    written, _ = _stream(4, 64, co_warps=8, shared=False, traffic=2.5)
+    first_pass = 4 * 64 * 4
+    assert fits[4] == first_pass
+    assert written[4] > 1.5 * first_pass
+
+
+def test_global_bytes_counts_atomics_as_reads_and_stores_as_writes():
+    from simfront.sim.model.cache import global_bytes
+    from simfront.sim.model.decode import (K_ALU, K_ATOMIC, K_LOAD_GLOBAL, K_LOAD_SHARED,
+                                           K_STORE_GLOBAL)
+
+    kind = np.array([K_LOAD_GLOBAL, K_STORE_GLOBAL, K_ATOMIC, K_LOAD_SHARED, K_ALU], np.int8)
+    nbytes = np.array([512, 128, 64, 1000, 7])
+    assert global_bytes(kind, nbytes).tolist() == [576.0, 128.0]
+
+
+def test_the_softmaxs_what_if_counts_the_others_output(h100):
+    from simfront.analysis import whatif as W
+    from simfront.gpu import load_gpu, with_variants
+
+    # The LM-head log-softmax forward on 96 SMs: 192 resident 201 KB rows (39 MB) would
+    # nearly fit the 41 MB of L2 such reuse finds, but a third of the rows are in their
+    # writing pass, and their output passes through the L2 too. The H100 takes as long as
+    # on 132 SMs (it re-reads the rows from DRAM); on the H200 (DRAM 1.4x, L2 1.2x) 0.72.
+    box = repo_dir("traces") / "mamba2_lm-paper-box"
+    trace = W.trace_launches(box)
+    fwd = trace.index[trace.short_name == "cunn_SoftMaxForward"][0]
+    hw = {}
+    base, _ = W.read_timeline(box, "h100-all")
+    for label in ("h100-sms96", "h200-all"):
+        tl, _ = W.read_timeline(box, label)
+        hw[label] = (tl.time_us.iat[W.pair_timeline(trace, tl).tl[fwd]]
+                     / base.time_us.iat[W.pair_timeline(trace, base).tl[fwd]])
+    assert hw["h100-sms96"] == pytest.approx(1.0, abs=0.03)
+    kernel = TraceSet(box).kernel(trace.file[fwd].split(".")[0])
+    gpus = {"h100-sms96": with_variants(h100, sm_count=96), "h200-all": load_gpu("h100-as-h200")}
+
+    def ratio(label, params=DEFAULT_PARAMS):
+        at = simulate_kernel(kernel, gpus[label], params=params, cache=False)["cycles"]
+        return at / simulate_kernel(kernel, h100, params=params, cache=False)["cycles"]
+
+    for label in gpus:
+        assert ratio(label) == pytest.approx(hw[label], abs=0.06)
+    # Without the others' output the rows nearly fit on 96 SMs, and the model's softmax
+    # runs faster there than on 132 SMs (0.84 in model-1.7), where the H100 takes as long.
+    blind = ratio("h100-sms96", DEFAULT_PARAMS.with_(private_reuse_counts_writes=False))
+    assert blind < hw["h100-sms96"] - 0.1
 
 
 def test_the_l2_keeps_only_its_dirty_share_at_a_kernels_end():
@@ -260,7 +317,8 @@ def _l1_rereads(co_warps: int, second_warp_same_lines: bool, line_cycles: bool =
     simulate_memory(kind, tb, warp, np.full(n, -1, np.int64), width, off, addrs, sm_of,
                     l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock, l2.tags, l2.valid,
                     l2.dirty, l2.stamp, l2.clock, l2.hash_kind, fill, new_line_owners(), 0,
-                    1 << 30, 2, co_warps, 1, np.full(l2.tags.shape, -1, np.int64), 1.0,
+                    1 << 30, 2, co_warps, 1, np.full(l2.tags.shape, -1, np.int64),
+                    np.zeros(l2.tags.shape, np.int64), np.zeros(1, np.int64), 1.0, 1.0,
                     l1_owners, np.zeros(l1.tags.shape, np.int64),
                     np.zeros(1, np.int64), np.zeros((0, 1, 1), np.int64), line_cycles, 5, 7,
                     32, *outs, tot)

@@ -156,7 +156,10 @@ int main(int argc, char** argv) {
   for (int per_sm = 2; per_sm >= 1; --per_sm) {
     size_t smem = per_sm == 2 ? 0 : 120 * 1024;  // 1 block/SM: its shared memory says so
     int occ; CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, rows, 1024, smem));
-    const long resident = (long)occ * sms;
+    // SHAPE_SMS=N: rows and grid as a green context of N SMs sizes them, run on the whole
+    // GPU (NVBit cannot trace inside a green context: cuGreenCtxCreate fails under it).
+    const char* shape = getenv("SHAPE_SMS");
+    const long resident = (long)occ * (shape && atoi(shape) > 0 ? atoi(shape) : sms);
     for (int w : wmb) {
       size_t rb = ((size_t)w * MB / resident) / 512 * 512;  // bytes per row, whole float4 x 32
       int n4 = (int)(rb / 16);

@@ -211,6 +211,15 @@ def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line
                  cache_of_block, n_caches, L1_KEY_BITS, True, by_block, owners)
 
 
+def global_bytes(kind: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """[bytes read, bytes written] by a trace's global memory rows (``nbytes``: each row's
+    active lanes times its access width). Loads, asynchronous copies and prefetches read;
+    atomics and reductions count as reads, as the L2 serves them; stores write."""
+    reads = np.isin(kind, (K_LOAD_GLOBAL, K_ASYNC_COPY, K_PREFETCH, K_ATOMIC, K_REDUCTION))
+    writes = kind == K_STORE_GLOBAL
+    return np.array([float(nbytes[reads].sum()), float(nbytes[writes].sum())])
+
+
 @numba.njit(cache=True)
 def survival_probability(lines_between, n_sets, ways):
     """The chance a line is still in an LRU cache after ``lines_between`` other lines went
@@ -244,10 +253,10 @@ def _private_reuse(valid, dirty, c, s, w, private, age, hit, line, bit, co_warps
     sectors written back if it does not.
 
     The trace runs warps one after another, so for a line that only this warp touches
-    (``private``), ``age`` (this cache's sector accesses since the line was last touched)
-    counts this warp's accesses alone. On the GPU the ``co_warps`` warps sharing the cache
-    touch about as many lines each meanwhile, so the line's reuse distance is
-    ``age * co_warps`` sectors, and it may have been pushed out (:func:`survives`) of the
+    (``private``), ``age`` (this cache's sector reads since the line was last touched)
+    counts this warp's reads alone. On the GPU the warps sharing the cache touch about as
+    many lines each meanwhile, so the line's reuse distance is ``age * co_warps`` sectors
+    (``co_warps``: those warps times their traffic per read, writes included), and it may have been pushed out (:func:`survives`) of the
     ``capacity_share`` of the cache that such reuse finds (the H100's L2 keeps half of a
     working set of private rows at 0.76 of its size: ``ModelParams.l2_private_capacity``). It is
     then refetched whole: the line keeps only this sector, and its dirty sectors were
@@ -272,7 +281,8 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                     l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
                     l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, l2_hash, l2_fill,
                     line_owners, l2_start, wave_blocks, warps_per_block, l1_co_warps,
-                    l2_co_warps, l2_last, l2_capacity_share, l1_owners, l1_astamp, l1_aclock,
+                    l2_co_warps, l2_last, l2_rstamp, l2_rclock, l2_capacity_share,
+                    l2_traffic_scale, l1_owners, l1_astamp, l1_aclock,
                     l1_last, l1_line_slots,
                     sector_shift, line_shift, shared_banks,
                     out_level, out_sectors, out_l2, out_dram, out_wave, totals):
@@ -299,6 +309,17 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
     block touched last (``l2_last``: the last warp to touch each L2 line) is not judged:
     the two warps walk the row side by side. ``l2_start`` is the L2's clock before the
     kernel: a line an earlier kernel left (a warm L2) was not this warp's to reuse.
+
+    The distance is counted in the sectors the warp asked for by reads and atomics since the
+    line was last touched in the L2 (``l2_rclock``, stamped per line in ``l2_rstamp``),
+    times ``l2_traffic_scale``: the kernel's bytes moved per byte read, writes included. A
+    warp's own trace tells how long a line waited, not what the warps resident meanwhile
+    did: in a softmax the warps re-reading in a pass without writes share the L2 with warps
+    in their writing pass, whose output passes through it too (the H100's knee for private
+    rows moves from 40 to 29 MB when the last pass writes: bench/device/mem_rows.cu's
+    ``rowsw``). Requests, not L2 accesses, measure the wait: the edge lines a warp's slice
+    shares with its neighbours hit the L1 on re-reads, which would shorten the wait of the
+    lines between them by a quarter.
 
     The L1 likewise (``l1_owners`` from :func:`mark_l1_owners`, empty to leave it out): a
     warp's re-read of a line only it reads on its SM hits only if the line survives the
@@ -395,6 +416,8 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
             line = sec >> (line_shift - sector_shift)
             bit = np.uint8(1) << np.uint8(sec & (lines_per - 1))
             private = line_owners.get(line, SHARED_LINE) == tb[i]
+            if not write:
+                l2_rclock[0] += 1  # requests, the L1's hits too: a warp's time, not its misses
             hit1 = False
             if not rmw:
                 totals[0] += 1
@@ -433,9 +456,11 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                     age2 = -1  # last touched by an earlier kernel (a warm L2)
                 if w2 >= 0 and l2_last[0, s2, w2] != gw:
                     age2 = -1  # another warp of the block, beside this one in the row
+                if age2 >= 0:
+                    age2 = l2_rclock[0] - l2_rstamp[0, s2, w2]
                 hit2, ev = _private_reuse(l2_valid, l2_dirty, 0, s2, w2, private, age2, hit2,
-                                          line, bit, l2_co_warps, lines_per, rmw,
-                                          l2_capacity_share)
+                                          line, bit, l2_co_warps * l2_traffic_scale,
+                                          lines_per, rmw, l2_capacity_share)
                 totals[5] += ev
             if hit2 or write:
                 totals[3] += 1
@@ -456,6 +481,7 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
                 l2_fill[0, s2, w2] = tb[i]
             if w2 >= 0:
                 l2_last[0, s2, w2] = gw
+                l2_rstamp[0, s2, w2] = l2_rclock[0]
         out_level[i] = level
         out_l2[i] = nl2
         out_dram[i] = nd

@@ -64,6 +64,11 @@ class ModelParams:
     #: 63), at 132, 64 or 32 SMs alike. Fitted on the H100 runs of bench/device/mem_rows.cu's
     #: rows (bench/bench_mem.py --fit); the H200's held out.
     l2_private_capacity: float = 0.79
+    #: Count the kernel's writes in that reuse distance (its L2 traffic per read): the
+    #: resident warps' output passes through the L2 between two reads of a row. On the
+    #: H100, rows whose last pass writes them out keep half their re-reads at 29.3 MB, not
+    #: 39.8 (bench/device/mem_rows.cu's ``rowsw``, held out of the fit above).
+    private_reuse_counts_writes: bool = True
     #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
     #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike
     #: ``private_reuse`` it does not move with the SM count (an SM's resident warps do not).

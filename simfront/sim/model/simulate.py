@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simfront.errors import TraceFormatError
-from simfront.sim.model.cache import (HASH_LINEAR, CacheState, l2_state, mark_l1_owners,
-                                      mark_line_owners, new_line_owners, simulate_memory)
+from simfront.sim.model.cache import (HASH_LINEAR, CacheState, global_bytes, l2_state,
+                                      mark_l1_owners, mark_line_owners, new_line_owners,
+                                      simulate_memory)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
 from simfront.sim.model.decode import N_PIPES, build_optable, pipe_timing
 from simfront.sim.model.issue import N_REASONS, run_sm
@@ -214,6 +215,11 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         clock_before = carried.start_clock()
     l2_fill = np.full(l2.tags.shape, -1, np.int64)
     l2_last = np.full(l2.tags.shape, -1, np.int64)
+    l2_rstamp = np.zeros(l2.tags.shape, np.int64)
+    l2_rclock = np.zeros(1, np.int64)
+    # the kernel's global bytes read (atomics included) and written, for the L2 traffic per
+    # read that private reuse counts in a reuse distance (cache.simulate_memory)
+    moved = np.zeros(2)
     line_owners = new_line_owners()
     l1_owners = new_line_owners()
     l1_astamp = np.zeros(l1.tags.shape, np.int64)
@@ -279,6 +285,9 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         if params.private_reuse:  # no owners, no private lines: reuse as the trace runs
             mark_line_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift,
                              line_owners)
+        moved += global_bytes(kind, lanes * width)
+        traffic = (moved.sum() / moved[0] if params.private_reuse_counts_writes and moved[0]
+                   else 1.0)
         if share:
             sharing.mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift,
                                       readers)
@@ -289,7 +298,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                         l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock,
                         l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, l2.hash_kind,
                         l2_fill, line_owners, clock_before, wave_blocks, W, l1_co_warps,
-                        l2_co_warps, l2_last, float(params.l2_private_capacity), l1_owners,
+                        l2_co_warps, l2_last, l2_rstamp, l2_rclock,
+                        float(params.l2_private_capacity), float(traffic), l1_owners,
                         l1_astamp, l1_aclock, l1_last,
                         params.l1_line_cycles, sector_shift, line_shift, sm.l1.banks,
                         level, sectors, l2s, drams, waves, totals)
