@@ -137,6 +137,16 @@ def chase_load(chase: pd.DataFrame, gpu) -> pd.DataFrame:
     return c
 
 
+def fit_store_load(c: pd.DataFrame) -> float:
+    """``store_load_ns``: least squares, through the origin, of what the lightest chase
+    launches (4 warps per SM, one chain) wait per step longer with 1 or 2 lines written
+    per step than without, per line written."""
+    light = c[(c.warps_per_sm == c.warps_per_sm.min()) & (c.ilp == 1)].sort_values("writes")
+    extra = light.ns.to_numpy(float) - float(light.ns.iloc[0])
+    n = light.writes.to_numpy(float)
+    return float(np.dot(n, extra) / np.dot(n, n))
+
+
 def fit_queue(c: pd.DataFrame, max_load: float) -> float:
     """``dram_queue_latency``: least squares of the wait over load / (1 - load), on the
     chase without writes at loads from 0.3 to just above the cap."""
@@ -259,6 +269,13 @@ def traces_table(all_runs, gpu) -> list[str]:
     t = model_on_traces(all_runs, gpu)
     if not len(t):
         return []
+    per_store = fit_store_load(chase_load(pd.concat([all_runs["mem_rows_h100"][1],
+                                                       all_runs["mem_rows_h100_writes"][1]]), gpu))
+    path = float(port_rates("l2_ports_h100_sms32").set_index("kind").per_sm["store"])
+    opt = model_on_traces(all_runs, gpu, DEFAULT_PARAMS.with_(store_load_ns=per_store,
+                                                             store_sectors_per_clk=path))
+    opt = opt[opt.kind == "rowsw"].assign(kind="rowsw_opt")
+    t = pd.concat([t, opt], ignore_index=True)
     lines = ["", "### The model on the rows kernel's own traces", "",
              "`bash bench/device/trace_rows.sh` and `KIND=rowsw bash bench/device/trace_rows.sh` "
              "(two H100 calls; `bench/data/device/mem_rows/traces/`, 8 blocks of each of the "
@@ -268,12 +285,15 @@ def traces_table(all_runs, gpu) -> list[str]:
              "| rows | SMs | " + " | ".join(f"{w:.0f} MB" for w in sorted(set(t.w_mb.round())))
              + " |", "|---|---|" + "---|" * t.w_mb.round().nunique()]
     for (kind, sms), g in t.groupby(["kind", "sms"], sort=False):
-        what = "last pass writes" if kind == "rowsw" else "reads only"
+        what = {"rows": "reads only", "rowsw": "last pass writes",
+                "rowsw_opt": f"last pass writes, `store_load_ns` {per_store:.0f}, "
+                             f"`store_sectors_per_clk` {path:.2f}"}[kind]
         lines.append(f"| {what} | {sms} | " + " | ".join(
             f"{r.ratio:.2f} ({r.hw_reads:.2f} / {r.model_reads:.2f})" for r in g.itertuples())
             + " |")
     ro = t[(t.kind == "rows") & (t.w_mb < 30)]
     rw = t[(t.kind == "rowsw") & (t.hw_reads < 1.05)]
+    ro_opt = t[(t.kind == "rowsw_opt") & (t.hw_reads < 1.05)]
     lines += ["",
               f"- Rows that only read, while their re-reads hit (W < 30 MB): the model takes "
               f"{ro.ratio.min():.2f}-{ro.ratio.max():.2f} of ncu's time on "
@@ -284,8 +304,16 @@ def traces_table(all_runs, gpu) -> list[str]:
               f"- Rows whose last pass writes, while their re-reads hit: {rw.ratio.min():.2f}-"
               f"{rw.ratio.max():.2f}, worst on 64 SMs. A store costs a warp's next load "
               "about 150-185 ns on the H100 (the chase above); the model's issue loop lets "
-              "the load go past it. This is the LM-head softmax's miss on fewer SMs "
-              "(*the others' output in a private reuse distance*). Measured, not modelled."]
+              "the load go past it, and it takes stores in at the L1's 4 sectors a clock "
+              "where an SM's store path takes about 1.07 (*What the L2 takes in per clock*). "
+              "Both measured limits added (`store_load_ns`, `store_sectors_per_clk`: the "
+              f"last rows) take these launches to {ro_opt.ratio.min():.2f}-"
+              f"{ro_opt.ratio.max():.2f}: on 64 SMs at 8 MB the rows take 138 us with their "
+              "output written against 99 without, about 30 bytes of output per SM clock for "
+              "the 39 us the writes add, this path's rate, which the model now charges "
+              "partly (its loads wait behind the stores, the issue loop keeps issuing). "
+              "Both options stay off until the workload sets' what-ifs are rerun with them "
+              "(bench/RESULTS.md, *the others' output in a private reuse distance*)."]
     return lines
 
 
@@ -329,6 +357,54 @@ def l2_ports_table(gpu) -> list[str]:
               "(*What limits the kernels model-1.6 leaves furthest off*), so the port alone "
               "does not explain the kernel's time. Not a model constant yet: the model's "
               "time for that kernel (1.43 M cycles) is already above what the port bounds."]
+    return lines + ports_by_sms_table()
+
+
+def port_rates(stem: str) -> pd.DataFrame:
+    """One l2_ports run: per case, the SMs it ran on and its L2 sectors per clock (ncu's
+    timed launches, every other record: the first touches are their own launches)."""
+    runs = pd.read_csv(PORTS / f"{stem}.csv")
+    ncu = pd.read_csv(PORTS / f"{stem}_ncu.csv").iloc[1::2].reset_index(drop=True)
+    if len(ncu) != len(runs):
+        raise ValueError(f"{PORTS / stem}: {len(runs)} cases, {len(ncu)} timed ncu records")
+    sec = (ncu["lts__t_sectors_op_read.sum"] + ncu["lts__t_sectors_op_write.sum"]
+           + ncu["lts__t_sectors_op_red.sum"])
+    out = runs[["kind", "target_lines"]].copy()
+    out["sms"] = runs.blocks // 8
+    out["rate"] = (sec / ncu["gpc__cycles_elapsed.max"]).to_numpy(float)
+    out["per_sm"] = out.rate / out.sms
+    out["port"] = ncu["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"].to_numpy(float)
+    return out
+
+
+def ports_by_sms_table() -> list[str]:
+    """Loads, stores and reductions into L2-resident lines on 132, 64 and 32 SMs: which
+    rates are the L2's and which the SMs'."""
+    stems = ["l2_ports_h100", "l2_ports_h100_sms64", "l2_ports_h100_sms32"]
+    if not all((PORTS / f"{s}_ncu.csv").is_file() for s in stems):
+        return []
+    t = pd.concat([port_rates(s) for s in stems])
+    t = t[t.kind.isin(["load", "store", "red"])]
+    lines = ["", "`bash bench/device/l2_ports.sh h100 64 32` (one H100 call, 69 s): the same "
+             "kernels in green contexts of 64 and 32 SMs (8 blocks per SM they hold; ncu's "
+             "times, the host-clocked ones in a green context are not the kernel's). L2 "
+             "sectors per clock, whole GPU and per SM, and the input port's busy share:", "",
+             "| kind | 132 SMs | 64 SMs | 32 SMs |", "|---|---|---|---|"]
+    for kind, g in t.groupby("kind", sort=False):
+        g = g.sort_values("sms", ascending=False)
+        lines.append(f"| {kind} | " + " | ".join(
+            f"{r.rate:.1f} ({r.per_sm:.2f} per SM, port {r.port:.0f}%)" for r in g.itertuples())
+            + " |")
+    st = t[t.kind == "store"].set_index("sms")
+    lines += ["", f"- Stores: {st.per_sm[132]:.2f} sectors per SM clock on 132 SMs, "
+              f"{st.per_sm[64]:.2f} on 64 and {st.per_sm[32]:.2f} on 32. Two limits: on the "
+              f"whole GPU the L2's input port ({st.port[132]:.0f}% busy), on fewer SMs each "
+              f"SM's store path, about {st.per_sm[32]:.2f} sectors ({32 * st.per_sm[32]:.0f} "
+              f"bytes) a clock, with the port {st.port[32]:.0f}% busy on 32 SMs. Reductions "
+              "likewise. The model takes stores in at the L1's 4 sectors a clock and the L2's "
+              f"{bandwidths(load_gpu('h100'), DEFAULT_PARAMS)['l2'] / 32:.0f}: neither limit. "
+              "The rows whose last pass writes cost the H100 about 30 bytes of output per SM "
+              "clock on 64 SMs (*The model on the rows kernel's own traces*), this path's rate."]
     return lines
 
 
@@ -430,10 +506,11 @@ def main(argv: list[str] | None = None) -> int:
               "the DRAM's load (4 to 16 in flight: 443 to 523 ns at loads of 0.05-0.17), which "
               "the model's issue loop times itself; above the cap the bandwidth bound holds a "
               "kernel back, not its latency (256 in flight: 1,513 ns at 0.93).",
-              "- Not modelled: a store costs the same warp's next load about 150-185 ns even "
-              "unloaded (the lightest launches: 443 ns per step without writes, 628 with one "
-              "line written per step, 745 with two); the model's issue loop lets a load go "
-              "past the warp's earlier stores.",
+              "- A store costs the same warp's next load about 150-185 ns even unloaded (the "
+              "lightest launches: 443 ns per step without writes, 628 with one line written "
+              f"per step, 745 with two; {fit_store_load(chase):.0f} ns a line, least squares). "
+              "`store_load_ns` adds it to a warp's next load in the issue loop; an option, "
+              "off (*The model on the rows kernel's own traces* below).",
               "- Event-timed (warm TLBs) the unloaded step is 262 ns where ncu, which flushes "
               "the caches before each launch, times 443: the model's unloaded latency "
               f"({base_ns:.0f} ns, fitted on ncu records) is the cold one."]

@@ -26,6 +26,8 @@ its loaded DRAM latency too, and with the L1 crowding judged by block (an option
 section.
 ``--writes``: the paper-size sets with model-1.8's writes in a private reuse distance or
 without, and the LM-head softmax's what-ifs against the hardware's, its own section.
+``--stores``: every set with ncu records with the two store limits measured on the H100
+(options, off) or without, and the LM-head softmax's what-ifs with them, its own section.
 ``--persistent``: only the persistent-GEMM what-if (the cuBLAS sm90 GEMMs of a paper-size
 step on 96/64/32 SMs against the shipped green-context timelines), its own section.
 """
@@ -457,6 +459,17 @@ def softmax_whatifs(set_dir, gpu, variants) -> list[str]:
     return out
 
 
+def softmax_table(gpu, variants, intro: str) -> list[str]:
+    """The softmax's what-ifs of every box-sampled paper step with hardware what-ifs, one
+    cell per condition: each variant's ratio and the hardware's in brackets."""
+    lines = ["", intro + ", and in brackets the hardware's (`traces/SET/whatif/`, CUPTI):", "",
+             "| trace set | kernel | 96 SMs | 64 SMs | 32 SMs | H200 |", "|---|---|---|---|---|---|"]
+    for name, tdir, npath in hardware_sets():
+        if name.endswith("-paper-box") and (tdir / "whatif").is_dir():
+            lines += softmax_whatifs(tdir, gpu, variants)
+    return lines
+
+
 def writes_section(gpu) -> list[str]:
     """The paper-size sets with the kernel's writes counted in a private reuse distance or
     not, and the LM-head softmax's what-ifs against the hardware's."""
@@ -473,18 +486,41 @@ def writes_section(gpu) -> list[str]:
               "not counted -> counted:", "", "| trace set | kernel | launches | "
               "DRAM reads / ncu | error |", "|---|---|---|---|---|"]
     lines += _kernel_rows(rows, ("cunn_SoftMaxForward", "cunn_SoftMaxBackward"))
-    lines += ["", "The LM-head softmax's what-ifs: the model's time on the condition over its "
-              "time on the H100 (cold L2, as ncu times a kernel), writes not counted / "
-              "counted, and in brackets the hardware's (`traces/SET/whatif/`, CUPTI):", "",
-              "| trace set | kernel | 96 SMs | 64 SMs | 32 SMs | H200 |", "|---|---|---|---|---|---|"]
-    for name, tdir, npath in hardware_sets():
-        if name.endswith("-paper-box") and (tdir / "whatif").is_dir():
-            lines += softmax_whatifs(tdir, gpu, WRITES_VARIANTS)
+    lines += softmax_table(gpu, WRITES_VARIANTS, "The LM-head softmax's what-ifs: the model's "
+                           "time on the condition over its time on the H100 (cold L2, as ncu "
+                           "times a kernel), writes not counted / counted")
     return lines + WRITES_READING
 
 
 #: What the tables say (their numbers are in the tables and docs/model.md).
-WRITES_READING = ["", "Reading: counting the others' output moves one kernel against ncu, the LM-head softmax's forward (error 8.5% -> 6.0%, 12% under model-1.7's L2-access clock; its logits read 2.60 times, ncu 2.74); the sets move by at most 0.04 points of MAPE and their sums up by 0.003. What it is for is the softmax's what-ifs: on 96 SMs the forward goes from 0.72x its H100 time to 0.96x (the H100 1.00x), on the H200 from 0.61x to 0.70x (0.72x), and the steps' SM-count and H200 errors in *What-ifs against hardware* above with them. Two misses are left, both of kernels slower on fewer SMs than the model makes them: the forward on 64 and 32 SMs (0.73-0.76x and 1.04x against 0.85x and 1.24x) and the backward (1.00x and 1.12x against 1.08x and 1.23x on 96 and 64 SMs). *The model on the rows kernel's own traces* (Memory microbenchmarks) finds where: the model times rows that only read within 0.88-0.98 of ncu on 132, 64 and 32 SMs alike, but rows whose last pass writes at 0.68-0.86, worst on 64 SMs, where the issue loop lets a warp's loads go past its stores (the chase measured about 150-185 ns a store costs the warp's next load)."]
+WRITES_READING = ["", "Reading: counting the others' output moves one kernel against ncu, the LM-head softmax's forward (error 8.5% -> 6.0%, 12% under model-1.7's L2-access clock; its logits read 2.60 times, ncu 2.74); the sets move by at most 0.04 points of MAPE and their sums up by 0.003. What it is for is the softmax's what-ifs: on 96 SMs the forward goes from 0.72x its H100 time to 0.96x (the H100 1.00x), on the H200 from 0.61x to 0.70x (0.72x), and the steps' SM-count and H200 errors in *What-ifs against hardware* above with them. Two misses are left, both of kernels slower on fewer SMs than the model makes them: the forward on 64 and 32 SMs (0.73-0.76x and 1.04x against 0.85x and 1.24x) and the backward (1.00x and 1.12x against 1.08x and 1.23x on 96 and 64 SMs). *The model on the rows kernel's own traces* (Memory microbenchmarks) finds where: the model times rows that only read within 0.88-0.98 of ncu on 132, 64 and 32 SMs alike, but rows whose last pass writes at 0.68-0.86, worst on 64 SMs, where the issue loop lets a warp's loads go past its stores (the chase measured about 150-185 ns a store costs the warp's next load); adding that wait (`store_load_ns`, an option) takes them only to 0.71-0.86, so the writes cost the H100 more than it: an SM's store path is suspected, not yet measured alone."]
+
+
+STORES_SECTION = ("## Timing model: an SM's stores (options, off; bench/bench_model.py "
+                  "--stores)")
+STORES_VARIANTS = (("model-1.8", dict()),
+                   ("+ store path and store-to-load wait",
+                    dict(store_sectors_per_clk=1.07, store_load_ns=157.0)))
+
+
+def stores_section(gpu) -> list[str]:
+    """Every set with ncu records with the two store limits measured on the H100 (an SM's
+    store path, a store's wait on the warp's next load) or without, and the LM-head
+    softmax's what-ifs with them."""
+    rows = variant_rows(_paired_sets(), gpu, STORES_VARIANTS)
+    what = ("and the summed DRAM read bytes over ncu's. Both limits come from the "
+            "microbenchmarks (*Memory microbenchmarks*: `store_sectors_per_clk` 1.07 from "
+            "`l2_ports.cu` on 32 and 64 SMs, `store_load_ns` 157 from the pointer chase), "
+            "none from these sets")
+    lines = _variant_table(STORES_SECTION, what, rows, [lb for lb, _ in STORES_VARIANTS],
+                           ("DRAM reads / ncu", "dram", ".2f"))
+    lines += softmax_table(gpu, STORES_VARIANTS, "The LM-head softmax's what-ifs (as in *the "
+                           "others' output in a private reuse distance*), model-1.8 / with "
+                           "the store limits")
+    return lines + STORES_READING
+
+
+STORES_READING = ["", "Reading: the two store limits take the LM-head softmax's forward what-ifs to the hardware's (64 SMs 0.73-0.76x -> 0.82-0.85x, hardware 0.85x; 32 SMs 1.04x -> 1.24x, hardware 1.24x) and its backward's 64-SM one (1.12x -> 1.25x, 1.23x), but push its 32-SM one further off (1.95x -> 2.08x, 1.82x); against ncu they help the paper steps (`mamba2_lm-paper-box` 13.05% -> 11.87%, `mamba1_lm-paper` 11.50% -> 10.99%, sums 0.94-0.96 -> 0.99-1.04) and cost the tiny sets and the fit set (`mamba1_scan_step` 3.78% -> 4.86%, `mamba1_lm-tiny` 8.8% -> 10.2%, `graphmamba-tiny` 7.5% -> 9.3%, `mambavision-tiny` 9.7% -> 10.8%, `mamba2_lm-130m` 16.8% -> 17.2%). Where they cost (per kernel, the same runs): the generic `elementwise_kernel`s and the batch-norm kernels, whose stores are 2- and 4-byte lanes of one or two sectors, and the selective scan, whose backward's reductions the store path now queues (23% fast -> 35% slow). The microbenchmark stores whole lines, four sectors an instruction; whether an SM's path is a sector rate or a request rate is not measured, and a request rate would charge those kernels a quarter as much. Off until that is measured (docs/model.md)."]
 
 
 def l1_section(gpu) -> list[str]:
@@ -506,6 +542,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if "--sharing" in argv:
         update_section(SHARING_SECTION, "\n".join(sharing_section(load_gpu("h100"))))
+        return 0
+    if "--stores" in argv:
+        update_section(STORES_SECTION, "\n".join(stores_section(load_gpu("h100"))))
         return 0
     if "--writes" in argv:
         update_section(WRITES_SECTION, "\n".join(writes_section(load_gpu("h100"))))

@@ -125,3 +125,52 @@ def test_the_models_sm_side_holds_on_the_rows_traces_at_every_sm_count(runs):
     # on the H100, not in the model): slower on the H100 than the model makes them.
     writes = t[(t.kind == "rowsw") & (t.hw_reads < 1.05)]
     assert len(writes) and (writes.ratio < 0.9).all()
+
+
+def test_what_a_store_costs_the_next_load_is_the_fit_of_the_chase(runs):
+    import pandas as pd
+
+    # One line written per step makes the lightest chase wait 185 ns longer, two 302: 157 ns
+    # a line (least squares), what ``store_load_ns`` would add per store.
+    h100 = load_gpu("h100")
+    chase = bench_mem.chase_load(pd.concat([runs["mem_rows_h100"][1],
+                                            runs["mem_rows_h100_writes"][1]]), h100)
+    assert bench_mem.fit_store_load(chase) == pytest.approx(157, abs=1.5)
+    # With it, a warp's loads after its stores wait longer: the rows whose last pass writes,
+    # on 64 SMs at 8 MB, take longer in the model; rows that only read do not move (their
+    # one store per block, and the predicated-off ones, do not precede a load).
+    on = DEFAULT_PARAMS.with_(store_load_ns=157.0)
+    keep = lambda w: round(w) == 8  # noqa: E731
+    base = bench_mem.model_on_traces(runs, h100, keep=keep).set_index(["kind", "sms"])
+    opt = bench_mem.model_on_traces(runs, h100, on, keep=keep).set_index(["kind", "sms"])
+    assert opt.model_us[("rowsw", 64)] > 1.03 * base.model_us[("rowsw", 64)]
+    assert opt.model_us[("rows", 64)] == pytest.approx(base.model_us[("rows", 64)], rel=0.02)
+
+
+def test_an_sms_store_path_limits_stores_on_fewer_sms():
+    # Stores into L2-resident lines: on the whole GPU the L2's input port is nearly full and
+    # each SM gets 0.66 sectors a clock; on 64 and 32 SMs of a green context the port has
+    # room, and each SM still sends only ~1.07: its own store path.
+    rates = {sms: bench_mem.port_rates(stem).set_index("kind")
+             for sms, stem in ((132, "l2_ports_h100"), (64, "l2_ports_h100_sms64"),
+                               (32, "l2_ports_h100_sms32"))}
+    store = {sms: float(r.per_sm["store"]) for sms, r in rates.items()}
+    assert float(rates[132].port["store"]) > 75
+    assert float(rates[32].port["store"]) < 40
+    assert store[64] == pytest.approx(store[32], rel=0.05)
+    assert store[32] > 1.4 * store[132]
+    assert store[32] == pytest.approx(1.07, abs=0.02)
+    # loads do not grow per SM: their rate here is the warps', not a port's
+    assert float(rates[32].per_sm["load"]) == pytest.approx(float(rates[132].per_sm["load"]),
+                                                            rel=0.1)
+
+
+def test_the_store_path_option_slows_the_rows_that_write_on_64_sms(runs):
+    h100 = load_gpu("h100")
+    keep = lambda w: round(w) == 8  # noqa: E731
+    base = bench_mem.model_on_traces(runs, h100, keep=keep).set_index(["kind", "sms"])
+    on = DEFAULT_PARAMS.with_(store_sectors_per_clk=1.07)
+    opt = bench_mem.model_on_traces(runs, h100, on, keep=keep).set_index(["kind", "sms"])
+    assert opt.model_us[("rowsw", 64)] > 1.1 * base.model_us[("rowsw", 64)]
+    assert opt.ratio[("rowsw", 64)] < 1.0  # still not slower than the H100
+    assert opt.model_us[("rows", 64)] == pytest.approx(base.model_us[("rows", 64)], rel=0.02)

@@ -14,7 +14,10 @@
 //   redfan  atomicAdd into a target of FAN lines only, which every block adds into
 // Under ncu the L2's sectors by operation and the cycles say the rate per clock.
 //
-//   nvcc -O3 -arch=sm_90 l2_ports.cu -o l2_ports && ./l2_ports [REPS]
+// SMS > 0 runs them in a green context of that many SMs (8 blocks per SM it holds): whether
+// a rate is the L2's (it stays) or the SMs' (it falls with them).
+//
+//   nvcc -O3 -arch=sm_90 l2_ports.cu -o l2_ports -lcuda && ./l2_ports [REPS [SMS]]
 // Prints CSV rows: kind,<target lines>,<blocks>,<lines moved>,<ms>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +27,7 @@
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "green.h"
 
 // kind: 0 load, 1 store, 2 red. Each warp visits lines (warp0 + i * stride) % n_lines.
 __global__ void __launch_bounds__(256) lines_op(float* __restrict__ t, unsigned n_lines,
@@ -46,7 +50,10 @@ __global__ void __launch_bounds__(256) lines_op(float* __restrict__ t, unsigned 
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 5;
+  const int want_sms = argc > 2 ? atoi(argv[2]) : 0;
   int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cudaStream_t st = 0;
+  if (want_sms > 0) st = green_stream(want_sms, &sms);
   const size_t MB = 1 << 20;
   float* t; CK(cudaMalloc(&t, 16 * MB));
   float* sink; CK(cudaMalloc(&sink, 4));
@@ -65,11 +72,16 @@ int main(int argc, char** argv) {
   for (auto& c : cases) {
     // a first touch brings the target into the L2 (outside the timing; under ncu, REPS=1,
     // each launch is profiled and the first touch is its own launch)
-    lines_op<<<blocks, 256>>>(t, c.lines, 4, 1, sink);
+    lines_op<<<blocks, 256, 0, st>>>(t, c.lines, 4, 1, sink);
     std::vector<float> ms;
+    auto go = [&] { lines_op<<<blocks, 256, 0, st>>>(t, c.lines, iters, c.kind, sink); };
     for (int r = 0; r < reps; ++r) {
+      if (want_sms > 0) {  // events cannot cross into a green context's stream
+        ms.push_back(time_ms(st, go));
+        continue;
+      }
       CK(cudaEventRecord(a));
-      lines_op<<<blocks, 256>>>(t, c.lines, iters, c.kind, sink);
+      go();
       CK(cudaEventRecord(b));
       CK(cudaEventSynchronize(b));
       float x; CK(cudaEventElapsedTime(&x, a, b)); ms.push_back(x);

@@ -101,31 +101,7 @@ __global__ void __launch_bounds__(128) chase(const unsigned* __restrict__ lines,
   if (steps < 0) out[0] = pad2[0];  // never (see rows)
 }
 
-#define CKD(x) do { CUresult e = (x); if (e != CUDA_SUCCESS) { const char* m; \
-  cuGetErrorString(e, &m); fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, m); exit(1); } } while (0)
-
-// A stream of a green context holding n SMs; *got: the SMs it really holds.
-static cudaStream_t green_stream(int n, int* got) {
-  CUdevice dev; CKD(cuInit(0)); CKD(cuDeviceGet(&dev, 0));
-  CUdevResource all, part, rest; unsigned groups = 1;
-  CKD(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
-  CKD(cuDevSmResourceSplitByCount(&part, &groups, &all, &rest, 0, n));
-  CUdevResourceDesc desc; CKD(cuDevResourceGenerateDesc(&desc, &part, 1));
-  CUgreenCtx g; CKD(cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
-  CUstream s; CKD(cuGreenCtxStreamCreate(&s, g, CU_STREAM_NON_BLOCKING, 0));
-  *got = (int)part.sm.smCount;
-  return (cudaStream_t)s;
-}
-
-// Wall time of one launch: events cannot be recorded across a green context's stream and
-// the primary context's, so the host clock times it (launch cost included, ~10 us).
-template <class F> static float time_ms(cudaStream_t s, F launch) {
-  CK(cudaStreamSynchronize(s));
-  auto t0 = std::chrono::steady_clock::now();
-  launch();
-  CK(cudaStreamSynchronize(s));
-  return std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+#include "green.h"
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 3;

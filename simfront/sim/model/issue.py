@@ -85,8 +85,10 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
            pc, icache_line_shift, icache_miss, icache_prefetch,
            op, ndst, dst, nsrc, src, width, level, sectors, l2_sectors, dram_sectors, waves,
            op_pipe, op_kind, op_lat, op_ii, op_span, pipe_units,
-           lat_l1, lat_shared, lat_l2, lat_dram, lat_const, lat_barrier, block_start,
-           l1_sectors_per_clk, l2_bytes_per_clk, dram_bytes_per_clk, sector_bytes,
+           lat_l1, lat_shared, lat_l2, lat_dram, lat_const, lat_barrier, lat_store_load,
+           block_start,
+           l1_sectors_per_clk, store_sectors_per_clk, l2_bytes_per_clk, dram_bytes_per_clk,
+           sector_bytes,
            stall, pipe_busy, issued_pipe, warp_cycles):
     """Simulate the blocks of one SM; returns the cycle at which the last one finishes.
 
@@ -94,6 +96,10 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
     the SM's b-th block. ``stall[sp, reason]`` and ``pipe_busy[pipe]`` (unit-busy clocks)
     are accumulated in place; ``issued_pipe[pipe]`` counts issued instructions and
     ``warp_cycles[0]`` the clocks warps were resident (for achieved occupancy).
+    ``lat_store_load``: clocks each global store a warp issued since its last global load
+    adds to that warp's next load (0: none). ``store_sectors_per_clk``: the sectors of stores
+    and reductions an SM sends to the L2 per clock, which hold the SM's memory path as long
+    (loads behind them wait); 0: the L1's rate.
     """
     P = sub_partitions
     W = warps_per_block
@@ -122,6 +128,7 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
     wstart = np.zeros(S, np.int64)
     born = np.zeros(S, np.int64)
     mem_out = np.zeros(S, np.int64)
+    stores = np.zeros(S, np.int64)  # global stores since the warp's last global load
     slot_block = np.full(R, -1, np.int64)
     live = np.zeros(R, np.int64)
     arrived = np.zeros(R, np.int64)
@@ -245,7 +252,10 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
                         or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH:
                     ns = sectors[i]
                     t1 = max(float(now), l1_free)
-                    l1_free = t1 + ns / l1_sectors_per_clk
+                    if store_sectors_per_clk > 0 and (k == K_STORE_GLOBAL or k == K_REDUCTION):
+                        l1_free = t1 + ns / store_sectors_per_clk
+                    else:
+                        l1_free = t1 + ns / l1_sectors_per_clk
                     t2 = t1
                     t3 = t1
                     lv = level[i]
@@ -267,6 +277,12 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
                         lat = lat_l2
                     else:
                         lat = lat_dram
+                    if k == K_STORE_GLOBAL:
+                        if ns > 0:  # a store whose lanes are all predicated off is none
+                            stores[s] += 1
+                    elif k == K_LOAD_GLOBAL and ns > 0:
+                        lat += lat_store_load * stores[s]
+                        stores[s] = 0
                     ready = np.int64(t3 + lat + 0.999)
                     q1 = t1 - now
                     q2 = t2 - t1

@@ -69,6 +69,20 @@ class ModelParams:
     #: H100, rows whose last pass writes them out keep half their re-reads at 29.3 MB, not
     #: 39.8 (bench/device/mem_rows.cu's ``rowsw``, held out of the fit above).
     private_reuse_counts_writes: bool = True
+    #: What each global store a warp issued since its last global load adds to that load's
+    #: latency, in ns (0: nothing). The pointer chase measured it on the H100: one line
+    #: written per step makes the next load wait 185 ns longer, two lines 302
+    #: (bench/bench_mem.py); least squares per store, 157. An option, off: with
+    #: ``store_sectors_per_clk`` it brings the softmax's what-ifs on fewer SMs to the
+    #: hardware's but costs the tiny sets (bench/RESULTS.md, *an SM's stores*).
+    store_load_ns: float = 0.0
+    #: Sectors of stores and reductions an SM sends to the L2 per clock; they hold the SM's
+    #: memory path that long, and its loads wait behind them (0: the L1's 4 a clock). The
+    #: H100's SMs take 1.07 a clock when the L2's input port is not full (green contexts
+    #: of 64 and 32 SMs, bench/device/l2_ports.cu, whole lines). An option, off, as
+    #: ``store_load_ns``: kernels storing one or two sectors an instruction slow too much,
+    #: and whether the path is a sector or a request rate is not measured.
+    store_sectors_per_clk: float = 0.0
     #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
     #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike
     #: ``private_reuse`` it does not move with the SM count (an SM's resident warps do not).

@@ -493,8 +493,11 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
                 table.latency.astype(np.int64), table.initiation.astype(np.int64),
                 table.dst_span.astype(np.int64), units.astype(np.int64),
                 lat["l1"], lat["shared"], lat["l2"], lat_dram, int(round(lat["const"])),
-                int(params.barrier_latency), int(params.block_start_cycles),
-                float(sm.l1.l1_banks), l2_share, dram_share, float(gpu.l2.sector.bytes),
+                int(params.barrier_latency),
+                int(round(params.store_load_ns * gpu.clocks.core.hz / 1e9)),
+                int(params.block_start_cycles),
+                float(sm.l1.l1_banks), float(params.store_sectors_per_clk), l2_share,
+                dram_share, float(gpu.l2.sector.bytes),
                 stall, pipe_busy, issued_pipe, warp_cycles))
         return t, stall, pipe_busy, issued_pipe, warp_cycles
 
