@@ -328,7 +328,7 @@ def l2_ports_table(gpu) -> list[str]:
         raise ValueError(f"{PORTS}: {len(runs)} cases, {len(ncu)} timed ncu records")
     memory_bw = bandwidths(gpu, DEFAULT_PARAMS)["l2"] / gpu.l2.sector.bytes
     lines = ["", "### What the L2 takes in per clock (bench/device/l2_ports.cu)", "",
-             "`bash bench/device/l2_ports.sh h100` (one H100 call, 23 s; "
+             "`bash bench/device/l2_ports.sh h100 64 32`, its whole-GPU part (2026-11-24; "
              "`bench/data/device/l2_ports/`): 8 blocks of 256 threads per SM move full lines, "
              "256 per warp, over a target that stays in the L2 (a first-touch launch before "
              "each, profiled apart). *fan-in*: the lines every block adds into. ncu: sectors "
@@ -371,8 +371,11 @@ def port_rates(stem: str) -> pd.DataFrame:
            + ncu["lts__t_sectors_op_red.sum"])
     out = runs[["kind", "target_lines"]].copy()
     out["sms"] = runs.blocks // 8
-    out["rate"] = (sec / ncu["gpc__cycles_elapsed.max"]).to_numpy(float)
+    cycles = ncu["gpc__cycles_elapsed.max"].to_numpy(float)
+    out["rate"] = sec.to_numpy(float) / cycles
     out["per_sm"] = out.rate / out.sms
+    # warp instructions (one line each) per SM clock: a request rate, against the sectors
+    out["requests"] = runs.lines_moved.to_numpy(float) / cycles / out.sms
     out["port"] = ncu["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"].to_numpy(float)
     return out
 
@@ -384,27 +387,40 @@ def ports_by_sms_table() -> list[str]:
     if not all((PORTS / f"{s}_ncu.csv").is_file() for s in stems):
         return []
     t = pd.concat([port_rates(s) for s in stems])
-    t = t[t.kind.isin(["load", "store", "red"])]
-    lines = ["", "`bash bench/device/l2_ports.sh h100 64 32` (one H100 call, 69 s): the same "
+    t = t[t.kind.isin(["load", "store", "store2", "store1", "red"])]
+    lines = ["", "`bash bench/device/l2_ports.sh h100 64 32` (one H100 call, 79 s): the same "
              "kernels in green contexts of 64 and 32 SMs (8 blocks per SM they hold; ncu's "
-             "times, the host-clocked ones in a green context are not the kernel's). L2 "
-             "sectors per clock, whole GPU and per SM, and the input port's busy share:", "",
+             "times, the host-clocked ones in a green context are not the kernel's; "
+             "*storeN*: the same stores from N x 8 lanes, N sectors a line). L2 sectors per "
+             "clock, whole GPU and per SM, the warp instructions per SM clock, and the input "
+             "port's busy share:", "",
              "| kind | 132 SMs | 64 SMs | 32 SMs |", "|---|---|---|---|"]
     for kind, g in t.groupby("kind", sort=False):
         g = g.sort_values("sms", ascending=False)
         lines.append(f"| {kind} | " + " | ".join(
-            f"{r.rate:.1f} ({r.per_sm:.2f} per SM, port {r.port:.0f}%)" for r in g.itertuples())
+            f"{r.rate:.1f} ({r.per_sm:.2f} per SM, {r.requests:.3f} requests, port "
+            f"{r.port:.0f}%)" for r in g.itertuples())
             + " |")
     st = t[t.kind == "store"].set_index("sms")
+    st1 = t[t.kind.isin(["store1", "store2"])]
+    rd = t[t.kind == "red"].set_index("sms")
     lines += ["", f"- Stores: {st.per_sm[132]:.2f} sectors per SM clock on 132 SMs, "
               f"{st.per_sm[64]:.2f} on 64 and {st.per_sm[32]:.2f} on 32. Two limits: on the "
               f"whole GPU the L2's input port ({st.port[132]:.0f}% busy), on fewer SMs each "
               f"SM's store path, about {st.per_sm[32]:.2f} sectors ({32 * st.per_sm[32]:.0f} "
-              f"bytes) a clock, with the port {st.port[32]:.0f}% busy on 32 SMs. Reductions "
-              "likewise. The model takes stores in at the L1's 4 sectors a clock and the L2's "
+              f"bytes) a clock, with the port {st.port[32]:.0f}% busy on 32 SMs. Reductions: "
+              f"{rd.per_sm[32]:.2f} a clock per SM there. The model takes stores in at the L1's 4 sectors a clock and the L2's "
               f"{bandwidths(load_gpu('h100'), DEFAULT_PARAMS)['l2'] / 32:.0f}: neither limit. "
               "The rows whose last pass writes cost the H100 about 30 bytes of output per SM "
-              "clock on 64 SMs (*The model on the rows kernel's own traces*), this path's rate."]
+              "clock on 64 SMs (*The model on the rows kernel's own traces*), this path's rate.",
+              f"- Neither a sector rate nor a request rate: stores of 1 or 2 sectors a line "
+              f"go at {st1.requests.mean():.3f} requests per SM clock on every SM count, "
+              f"against {st.requests[32]:.3f} for whole lines on 32 and 64 SMs, so a store "
+              "carrying fewer sectors costs the SM more time, not less. The model's option "
+              "(`store_sectors_per_clk`, a sector rate) charges such stores a quarter to a "
+              "half of a whole line's time, where the H100 takes 1.5 times as long: which is "
+              "not why the tiny sets lose with it (*an SM's stores*), so what they lose on "
+              "is still to be found."]
     return lines
 
 

@@ -9,7 +9,9 @@
 // 8 blocks of 256 threads per SM; target sizes are powers of two (the index is a mask).
 // Kinds:
 //   load    __ldcg of the target, L2 hits
-//   store   stores over the target
+//   store   stores over the target (storeN: only N sectors of each line, N x 8 lanes: the
+//           same store instructions carrying fewer sectors, a request rate against a
+//           sector rate)
 //   red     atomicAdd without return (REDG.E.ADD.F32) over the target
 //   redfan  atomicAdd into a target of FAN lines only, which every block adds into
 // Under ncu the L2's sectors by operation and the cycles say the rate per clock.
@@ -29,7 +31,7 @@
   fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
 #include "green.h"
 
-// kind: 0 load, 1 store, 2 red. Each warp visits lines (warp0 + i * stride) % n_lines.
+// kind: 0 load, 1 store, 2 red, 3 and 4: stores of 1 and 2 sectors a line. Each warp visits lines (warp0 + i * stride) % n_lines.
 __global__ void __launch_bounds__(256) lines_op(float* __restrict__ t, unsigned n_lines,
                                                 int iters, int kind, float* sink) {
   const unsigned lane = threadIdx.x & 31;
@@ -43,6 +45,7 @@ __global__ void __launch_bounds__(256) lines_op(float* __restrict__ t, unsigned 
     float* p = t + (size_t)line * 32 + lane;
     if (kind == 0) acc += __ldcg(p);
     else if (kind == 1) *p = (float)i;
+    else if (kind >= 3) { if (lane < 8u * (unsigned)(kind - 2)) *p = (float)i; }
     else atomicAdd(p, 1.0f);
   }
   if (kind == 0 && acc == 1234.5f) *sink = acc;
@@ -66,7 +69,8 @@ int main(int argc, char** argv) {
       {"red", 2, (unsigned)(16 * MB / 128)},   {"redfan", 2, 65536},
       {"redfan", 2, 8192},                     {"redfan", 2, 4096},
       {"redfan", 2, 1024},
-      {"redfan", 2, 256},                      {"redfan", 2, 32}};
+      {"redfan", 2, 256},                      {"redfan", 2, 32},
+      {"store1", 3, (unsigned)(16 * MB / 128)}, {"store2", 4, (unsigned)(16 * MB / 128)}};
   cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
   printf("kind,target_lines,blocks,lines_moved,ms\n");
   for (auto& c : cases) {
