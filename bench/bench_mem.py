@@ -232,16 +232,19 @@ TRACED = (("rows_sms0", "mem_rows_h100", 0), ("rows_sms64", "mem_rows_h100_sms64
           ("rowsw_sms64", "mem_rows_h100_rowsw64", 64))
 
 
-def model_on_traces(all_runs, gpu, params=DEFAULT_PARAMS, keep=lambda w_mb: True) -> pd.DataFrame:
-    """The model on the traced rows launches (``traces/``, 8 blocks each) against the ncu
-    records of the same launches: time and reads of each row, one line per launch."""
+def model_on_traces(all_runs, gpu, params=DEFAULT_PARAMS, keep=lambda w_mb: True,
+                    kinds=("rows", "rowsw")) -> pd.DataFrame:
+    """The model on the traced rows launches (``traces/``, 8 blocks each; ``kinds``: rows,
+    rows whose last pass writes) against the ncu records of the same launches: time and
+    reads of each row, one line per launch."""
     from simfront.gpu import with_variants
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import TraceSet
 
     out = []
     for name, run, sms in TRACED:
-        if not (TRACES / name).is_dir() or run not in all_runs:
+        if name.split("_")[0] not in kinds or not (TRACES / name).is_dir() \
+                or run not in all_runs:
             continue
         hw = all_runs[run][0]
         hw = hw[hw.per_sm == 2].reset_index(drop=True)
@@ -265,16 +268,16 @@ def model_on_traces(all_runs, gpu, params=DEFAULT_PARAMS, keep=lambda w_mb: True
     return t
 
 
-def traces_table(all_runs, gpu) -> list[str]:
+def traces_table(all_runs, gpu, per_store: float) -> list[str]:
+    """The model on the rows kernel's traces, and on those whose last pass writes with the
+    two store limits (``per_store``: ``store_load_ns`` as the chase fits it)."""
     t = model_on_traces(all_runs, gpu)
     if not len(t):
         return []
-    per_store = fit_store_load(chase_load(pd.concat([all_runs["mem_rows_h100"][1],
-                                                       all_runs["mem_rows_h100_writes"][1]]), gpu))
     path = float(port_rates("l2_ports_h100_sms32").set_index("kind").per_sm["store"])
     opt = model_on_traces(all_runs, gpu, DEFAULT_PARAMS.with_(store_load_ns=per_store,
-                                                             store_sectors_per_clk=path))
-    opt = opt[opt.kind == "rowsw"].assign(kind="rowsw_opt")
+                                                             store_sectors_per_clk=path),
+                          kinds=("rowsw",)).assign(kind="rowsw_opt")
     t = pd.concat([t, opt], ignore_index=True)
     lines = ["", "### The model on the rows kernel's own traces", "",
              "`bash bench/device/trace_rows.sh` and `KIND=rowsw bash bench/device/trace_rows.sh` "
@@ -322,10 +325,7 @@ def l2_ports_table(gpu) -> list[str]:
     L2's tags and its crossbar input port."""
     if not (PORTS / "l2_ports_h100_ncu.csv").is_file():
         return []
-    runs = pd.read_csv(PORTS / "l2_ports_h100.csv")
-    ncu = pd.read_csv(PORTS / "l2_ports_h100_ncu.csv").iloc[1::2].reset_index(drop=True)
-    if len(ncu) != len(runs):
-        raise ValueError(f"{PORTS}: {len(runs)} cases, {len(ncu)} timed ncu records")
+    rates = port_rates("l2_ports_h100")
     memory_bw = bandwidths(gpu, DEFAULT_PARAMS)["l2"] / gpu.l2.sector.bytes
     lines = ["", "### What the L2 takes in per clock (bench/device/l2_ports.cu)", "",
              "`bash bench/device/l2_ports.sh h100 64 32`, its whole-GPU part (2026-11-24; "
@@ -337,15 +337,10 @@ def l2_ports_table(gpu) -> list[str]:
              "`lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed`.", "",
              "| kind | target lines | sectors per clock | L2 tags busy | input port busy | "
              "sectors per clock at a full port |", "|---|---|---|---|---|---|"]
-    for (_, c), (_, n) in zip(runs.iterrows(), ncu.iterrows()):
-        sec = (n["lts__t_sectors_op_read.sum"] + n["lts__t_sectors_op_write.sum"]
-               + n["lts__t_sectors_op_red.sum"])
-        rate = sec / n["gpc__cycles_elapsed.max"]
-        port = n["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"]
-        full = f"{rate / port * 100:.0f}" if c.kind != "load" else ""
-        lines.append(f"| {c.kind} | {int(c.target_lines)} | {rate:.1f} | "
-                     f"{n['lts__t_sectors.avg.pct_of_peak_sustained_elapsed']:.0f}% | "
-                     f"{port:.0f}% | {full} |")
+    for r in rates.itertuples():
+        full = f"{r.rate / r.port * 100:.0f}" if r.kind != "load" else ""
+        lines.append(f"| {r.kind} | {int(r.target_lines)} | {r.rate:.1f} | {r.tags:.0f}% | "
+                     f"{r.port:.0f}% | {full} |")
     lines += ["",
               f"- The model's one L2 bandwidth is {memory_bw:.0f} sectors per clock for every "
               "kind (banks x port width). The H100's input port fills at about 100 sectors per "
@@ -357,7 +352,7 @@ def l2_ports_table(gpu) -> list[str]:
               "(*What limits the kernels model-1.6 leaves furthest off*), so the port alone "
               "does not explain the kernel's time. Not a model constant yet: the model's "
               "time for that kernel (1.43 M cycles) is already above what the port bounds."]
-    return lines + ports_by_sms_table()
+    return lines + ports_by_sms_table(gpu)
 
 
 def port_rates(stem: str) -> pd.DataFrame:
@@ -377,13 +372,15 @@ def port_rates(stem: str) -> pd.DataFrame:
     # warp instructions (one line each) per SM clock: a request rate, against the sectors
     out["requests"] = runs.lines_moved.to_numpy(float) / cycles / out.sms
     out["port"] = ncu["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"].to_numpy(float)
+    out["tags"] = ncu["lts__t_sectors.avg.pct_of_peak_sustained_elapsed"].to_numpy(float)
     return out
 
 
-def ports_by_sms_table() -> list[str]:
+def ports_by_sms_table(gpu) -> list[str]:
     """Loads, stores and reductions into L2-resident lines on 132, 64 and 32 SMs: which
     rates are the L2's and which the SMs'."""
     stems = ["l2_ports_h100", "l2_ports_h100_sms64", "l2_ports_h100_sms32"]
+    memory_bw = bandwidths(gpu, DEFAULT_PARAMS)["l2"] / gpu.l2.sector.bytes
     if not all((PORTS / f"{s}_ncu.csv").is_file() for s in stems):
         return []
     t = pd.concat([port_rates(s) for s in stems])
@@ -410,7 +407,7 @@ def ports_by_sms_table() -> list[str]:
               f"SM's store path, about {st.per_sm[32]:.2f} sectors ({32 * st.per_sm[32]:.0f} "
               f"bytes) a clock, with the port {st.port[32]:.0f}% busy on 32 SMs. Reductions: "
               f"{rd.per_sm[32]:.2f} a clock per SM there. The model takes stores in at the L1's 4 sectors a clock and the L2's "
-              f"{bandwidths(load_gpu('h100'), DEFAULT_PARAMS)['l2'] / 32:.0f}: neither limit. "
+              f"{memory_bw:.0f}: neither limit. "
               "The rows whose last pass writes cost the H100 about 30 bytes of output per SM "
               "clock on 64 SMs (*The model on the rows kernel's own traces*), this path's rate.",
               f"- Neither a sector rate nor a request rate: stores of 1 or 2 sectors a line "
@@ -446,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
                                   all_runs["mem_rows_h100_writes"][1]]), h100)
     fitted_q = fit_queue(chase, params.dram_queue_max_load)
     fitted_w = fit_write_weight(chase, params.dram_queue_latency, params.dram_queue_max_load)
+    per_store = fit_store_load(chase)
 
     lines = [SECTION, "",
              "- 2026-11-24; `bash bench/device/mem_rows.sh h100 64 32 96` on an H100 80GB HBM3 and "
@@ -524,14 +522,14 @@ def main(argv: list[str] | None = None) -> int:
               "kernel back, not its latency (256 in flight: 1,513 ns at 0.93).",
               "- A store costs the same warp's next load about 150-185 ns even unloaded (the "
               "lightest launches: 443 ns per step without writes, 628 with one line written "
-              f"per step, 745 with two; {fit_store_load(chase):.0f} ns a line, least squares). "
+              f"per step, 745 with two; {per_store:.0f} ns a line, least squares). "
               "`store_load_ns` adds it to a warp's next load in the issue loop; an option, "
               "off (*The model on the rows kernel's own traces* below).",
               "- Event-timed (warm TLBs) the unloaded step is 262 ns where ncu, which flushes "
               "the caches before each launch, times 443: the model's unloaded latency "
               f"({base_ns:.0f} ns, fitted on ncu records) is the cold one."]
     lines += rows_with_writes_table(all_runs, h100, share)
-    lines += traces_table(all_runs, h100)
+    lines += traces_table(all_runs, h100, per_store)
     lines += l2_ports_table(h100)
     body = "\n".join(lines) + "\n"
     print(body)

@@ -437,24 +437,24 @@ def softmax_whatifs(set_dir, gpu, variants) -> list[str]:
     from simfront.traces.reader import TraceSet
 
     trace = W.trace_launches(set_dir)
-    base, _ = W.read_timeline(set_dir, "h100-all")
-    at_base = W.pair_timeline(trace, base).tl
-    gpus = {c: (with_variants(gpu, **kw) if kw else load_gpu("h100-as-h200"))
-            for c, kw in WRITES_CONDITIONS}
+
+    def paired(label):  # each launch's time in a timeline, by trace launch
+        tl, _ = W.read_timeline(set_dir, label)
+        return tl.time_us.to_numpy()[W.pair_timeline(trace, tl).tl.to_numpy()]
+
+    base = paired("h100-all")
+    conds = {c: (with_variants(gpu, **kw) if kw else load_gpu("h100-as-h200"), paired(c))
+             for c, kw in WRITES_CONDITIONS}
     out = []
     for i in trace.index[trace.short_name.str.startswith("cunn_SoftMax")]:
         kernel = TraceSet(set_dir).kernel(trace.file[i].split(".")[0])
+        params = [DEFAULT_PARAMS.with_(**kw) for _, kw in variants]
+        at_base = [simulate_kernel(kernel, gpu, params=p, cache=False)["cycles"] for p in params]
         cells = []
-        for cond, g in gpus.items():
-            tl, _ = W.read_timeline(set_dir, cond)
-            j = W.pair_timeline(trace, tl).tl[i]
-            hw = tl.time_us.iat[j] / base.time_us.iat[at_base[i]]
-            model = []
-            for _, kw in variants:
-                params = DEFAULT_PARAMS.with_(**kw)
-                model.append(simulate_kernel(kernel, g, params=params, cache=False)["cycles"]
-                             / simulate_kernel(kernel, gpu, params=params, cache=False)["cycles"])
-            cells.append(" / ".join(f"{m:.2f}" for m in model) + f" ({hw:.2f})")
+        for g, hw in conds.values():
+            model = [simulate_kernel(kernel, g, params=p, cache=False)["cycles"] / b
+                     for p, b in zip(params, at_base)]
+            cells.append(" / ".join(f"{m:.2f}" for m in model) + f" ({hw[i] / base[i]:.2f})")
         out.append(f"| {set_dir.name} | {trace.short_name[i]} | " + " | ".join(cells) + " |")
     return out
 
@@ -535,23 +535,19 @@ def l1_section(gpu) -> list[str]:
 L1_READING = ['', "What the three columns say: *crowding* (a warp's L1 reuse of a line only it reads on its SM, judged at the lines the SM's resident warps touch meanwhile) moves the L1 hit rates toward ncu's on every set and is on since model-1.5. Its gain is in the transposing `direct_copy_kernel`s of the Mamba2 sets (`mamba2_lm-paper`: ten 2,048-block launches at 0.44x of ncu's cycles, L1 hit rate 0.70 against ncu's 0.15); its one loss is `mambavision-tiny`'s cutlass `Kernel` GEMMs, which lose L1 hits they did not have on the H100 either but were already timed too slow. *Line cycles* (the L1 serves a 128-byte line a cycle) is what those copies need as well, but it slows the tiny sets' cutlass GEMMs further, so it stays an option (docs/model.md, *Method* step 2). The what-if tables above (*What-ifs against hardware*) were rerun with model-1.5: within 0.2 points of model-1.4 everywhere."]
 
 
+#: The sections a flag rebuilds alone: flag -> (section title, lines from the H100 description).
+SECTIONS = {"--l1": (L1_SECTION, l1_section), "--sharing": (SHARING_SECTION, sharing_section),
+            "--stores": (STORES_SECTION, stores_section),
+            "--writes": (WRITES_SECTION, writes_section),
+            "--memory": (MEMORY_SECTION, memory_section)}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--l1" in argv:
-        update_section(L1_SECTION, "\n".join(l1_section(load_gpu("h100"))))
-        return 0
-    if "--sharing" in argv:
-        update_section(SHARING_SECTION, "\n".join(sharing_section(load_gpu("h100"))))
-        return 0
-    if "--stores" in argv:
-        update_section(STORES_SECTION, "\n".join(stores_section(load_gpu("h100"))))
-        return 0
-    if "--writes" in argv:
-        update_section(WRITES_SECTION, "\n".join(writes_section(load_gpu("h100"))))
-        return 0
-    if "--memory" in argv:
-        update_section(MEMORY_SECTION, "\n".join(memory_section(load_gpu("h100"))))
-        return 0
+    for flag, (section, build) in SECTIONS.items():
+        if flag in argv:
+            update_section(section, "\n".join(build(load_gpu("h100"))))
+            return 0
     if "--persistent" in argv:
         text = "\n".join(persistent_gemms())
         update_section(PERSISTENT_SECTION, text)

@@ -285,9 +285,10 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         if params.private_reuse:  # no owners, no private lines: reuse as the trace runs
             mark_line_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift,
                              line_owners)
-        moved += global_bytes(kind, lanes * width)
-        traffic = (moved.sum() / moved[0] if params.private_reuse_counts_writes and moved[0]
-                   else 1.0)
+        traffic = 1.0
+        if params.private_reuse and params.private_reuse_counts_writes:
+            moved += global_bytes(kind, lanes * width)
+            traffic = moved.sum() / moved[0] if moved[0] else 1.0
         if share:
             sharing.mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift,
                                       readers)
