@@ -26,8 +26,9 @@ its loaded DRAM latency too, and with the L1 crowding judged by block (an option
 section.
 ``--writes``: the paper-size sets with model-1.8's writes in a private reuse distance or
 without, and the LM-head softmax's what-ifs against the hardware's, its own section.
-``--stores``: every set with ncu records with the two store limits measured on the H100
-(options, off) or without, and the LM-head softmax's what-ifs with them, its own section.
+``--stores``: every set with ncu records with stores at the L1's rate (model-1.8), through
+model-1.9's store path, and with a store's wait on the next load too (an option), and the
+LM-head softmax's what-ifs with each, its own section.
 ``--persistent``: only the persistent-GEMM what-if (the cuBLAS sm90 GEMMs of a paper-size
 step on 96/64/32 SMs against the shipped green-context timelines), its own section.
 """
@@ -382,9 +383,9 @@ SHARING_READING = ["", "Reading: on the box-sampled Mamba2 step the SSD kernels'
 
 MEMORY_SECTION = ("## Timing model: private rows and loaded DRAM latency (model-1.7, "
                   "bench/bench_model.py --memory)")
-#: Without model-1.8's writes in a private reuse distance (``--writes``), to keep what the
-#: section compares: model-1.7's two changes.
-_M17 = dict(private_reuse_counts_writes=False)
+#: Without model-1.8's writes in a private reuse distance (``--writes``) and model-1.9's
+#: store path (``--stores``), to keep what the section compares: model-1.7's two changes.
+_M17 = dict(private_reuse_counts_writes=False, store_sectors_per_clk=0.0)
 MEMORY_VARIANTS = (("model-1.6", dict(private_reuse=False, dram_queue_latency=0.0)),
                    ("+ private reuse", dict(dram_queue_latency=0.0, **_M17)),
                    ("+ loaded latency (model-1.7)", _M17),
@@ -419,8 +420,10 @@ MEMORY_READING = ["", "Reading: private reuse takes the LM-head softmax from 0.3
 
 WRITES_SECTION = ("## Timing model: the others' output in a private reuse distance "
                   "(model-1.8, bench/bench_model.py --writes)")
-WRITES_VARIANTS = (("writes not counted", dict(private_reuse_counts_writes=False)),
-                   ("counted (model-1.8)", dict()))
+#: Without model-1.9's store path (``--stores``), to keep what the section compares.
+_M18 = dict(store_sectors_per_clk=0.0)
+WRITES_VARIANTS = (("writes not counted", dict(private_reuse_counts_writes=False, **_M18)),
+                   ("counted (model-1.8)", _M18))
 #: The sets private reuse matters in (the tiny sets' rows fit the L2 either way).
 WRITES_SETS = ("-paper", "-paper-box", "-130m")
 #: The hardware what-ifs the softmax's ratio is held against (traces/SET/whatif/).
@@ -496,31 +499,39 @@ def writes_section(gpu) -> list[str]:
 WRITES_READING = ["", "Reading: counting the others' output moves one kernel against ncu, the LM-head softmax's forward (error 8.5% -> 6.0%, 12% under model-1.7's L2-access clock; its logits read 2.60 times, ncu 2.74); the sets move by at most 0.04 points of MAPE and their sums up by 0.003. What it is for is the softmax's what-ifs: on 96 SMs the forward goes from 0.72x its H100 time to 0.96x (the H100 1.00x), on the H200 from 0.61x to 0.70x (0.72x), and the steps' SM-count and H200 errors in *What-ifs against hardware* above with them. Two misses are left, both of kernels slower on fewer SMs than the model makes them: the forward on 64 and 32 SMs (0.73-0.76x and 1.04x against 0.85x and 1.24x) and the backward (1.00x and 1.12x against 1.08x and 1.23x on 96 and 64 SMs). *The model on the rows kernel's own traces* (Memory microbenchmarks) finds where: the model times rows that only read within 0.88-0.98 of ncu on 132, 64 and 32 SMs alike, but rows whose last pass writes at 0.68-0.86, worst on 64 SMs, where the issue loop lets a warp's loads go past its stores (the chase measured about 150-185 ns a store costs the warp's next load); adding that wait (`store_load_ns`, an option) takes them only to 0.71-0.86, so the writes cost the H100 more than it: an SM's store path is suspected, not yet measured alone."]
 
 
-STORES_SECTION = ("## Timing model: an SM's stores (options, off; bench/bench_model.py "
-                  "--stores)")
-STORES_VARIANTS = (("model-1.8", dict()),
-                   ("+ store path and store-to-load wait",
-                    dict(store_sectors_per_clk=1.07, store_load_ns=157.0)))
+STORES_SECTION = "## Timing model: an SM's stores (model-1.9, bench/bench_model.py --stores)"
+STORES_VARIANTS = (("model-1.8", dict(store_sectors_per_clk=0.0)),
+                   ("model-1.9", dict()),
+                   ("+ store-to-load wait", dict(store_load_ns=157.0)))
 
 
 def stores_section(gpu) -> list[str]:
-    """Every set with ncu records with the two store limits measured on the H100 (an SM's
-    store path, a store's wait on the warp's next load) or without, and the LM-head
-    softmax's what-ifs with them."""
+    """Every set with ncu records with stores at the L1's rate (model-1.8), through an SM's
+    store path and the L2's input port (model-1.9), and with a store's wait on the warp's
+    next load as well (an option); and the LM-head softmax's what-ifs with each."""
     rows = variant_rows(_paired_sets(), gpu, STORES_VARIANTS)
-    what = ("and the summed DRAM read bytes over ncu's. Both limits come from the "
-            "microbenchmarks (*Memory microbenchmarks*: `store_sectors_per_clk` 1.07 from "
-            "`l2_ports.cu` on 32 and 64 SMs, `store_load_ns` 157 from the pointer chase), "
-            "none from these sets")
+    what = ("and the summed DRAM read bytes over ncu's. The store path's constants come "
+            "from `bench/device/store_shapes.cu` (*Memory microbenchmarks*, *The shapes of "
+            "a store*), `store_load_ns` (157) from the pointer chase; none from these sets")
     lines = _variant_table(STORES_SECTION, what, rows, [lb for lb, _ in STORES_VARIANTS],
                            ("DRAM reads / ncu", "dram", ".2f"))
+    lines += ["", "Per kernel where the store path moves the error most (launches summed; "
+              "*error*: mean |model cycles / ncu's - 1|), model-1.8 -> model-1.9:", "",
+              "| trace set | kernel | launches | DRAM reads / ncu | error |",
+              "|---|---|---|---|---|"]
+    lines += _kernel_rows(rows, STORES_KERNELS)
     lines += softmax_table(gpu, STORES_VARIANTS, "The LM-head softmax's what-ifs (as in *the "
-                           "others' output in a private reuse distance*), model-1.8 / with "
-                           "the store limits")
+                           "others' output in a private reuse distance*), model-1.8 / "
+                           "model-1.9 / with the store-to-load wait")
     return lines + STORES_READING
 
 
-STORES_READING = ["", "Reading: the two store limits take the LM-head softmax's forward what-ifs to the hardware's (64 SMs 0.73-0.76x -> 0.82-0.85x, hardware 0.85x; 32 SMs 1.04x -> 1.24x, hardware 1.24x) and its backward's 64-SM one (1.12x -> 1.25x, 1.23x), but push its 32-SM one further off (1.95x -> 2.08x, 1.82x); against ncu they help the paper steps (`mamba2_lm-paper-box` 13.05% -> 11.87%, `mamba1_lm-paper` 11.50% -> 10.99%, sums 0.94-0.96 -> 0.99-1.04) and cost the tiny sets and the fit set (`mamba1_scan_step` 3.78% -> 4.86%, `mamba1_lm-tiny` 8.8% -> 10.2%, `graphmamba-tiny` 7.5% -> 9.3%, `mambavision-tiny` 9.7% -> 10.8%, `mamba2_lm-130m` 16.8% -> 17.2%). Where they cost (per kernel, the same runs): the generic `elementwise_kernel`s and the batch-norm kernels, whose stores are 2- and 4-byte lanes of one or two sectors, and the selective scan, whose backward's reductions the store path now queues (23% fast -> 35% slow). Measured since (*What the L2 takes in per clock*, `store1`/`store2`): a store of one or two sectors a line takes an SM 1.5 times a whole line's time, so the option under-charges those stores rather than over-charging them, and what these kernels lose on is still to be found (perhaps `store_load_ns`, which the grid-stride loops of the elementwise kernels meet every iteration). Off until it is (docs/model.md)."]
+#: The kernels whose error the store path moves most (bench/RESULTS.md, *an SM's stores*).
+STORES_KERNELS = ("_chunk_state_fwd", "_bmm_chunk_fwd", "selective_scan_bwd",
+                  "cunn_SoftMaxForward", "elementwise_kernel")
+
+
+STORES_READING = ["", "Reading: the store path and the port (model-1.9) move the paper steps toward ncu (`mamba1_lm-paper-box` 11.39% -> 10.60%, `mamba2_lm-paper-box` 13.05% -> 12.33%, `mamba2_lm-paper` 16.31% -> 15.77%) and the selective scan's backward with them (23.5% -> 20.6% fast); they leave the tiny sets and the fit set within 0.15 points (`mamba1_scan_step` 3.78% -> 3.93%, `graphmamba-tiny` 7.51% -> 7.56%) and cost the SSD kernels whose blocks end storing 16-byte lanes 1-3 points (`_chunk_state_fwd`, `_bmm_chunk_fwd`, already 17-65% off ncu for other reasons). On fewer SMs they take the softmax forward's 64-SM ratio from 0.73-0.76x to 0.77-0.81x (hardware 0.85x) and its 32-SM one from 1.04x to 1.29x (1.24x); its backward does not move (1.13x and 1.95x against 1.23x and 1.82x). The store-to-load wait on top, still an option, takes the forward's 64-SM ratio to 0.83-0.86x and the backward's to 1.26x, but costs the fit set and the tiny sets up to 1.7 points (`graphmamba-tiny` 7.56% -> 9.28%, `mamba2_lm_partial` 5.23% -> 6.91%; `hybrid_lm-tiny` alone unchanged) and helps only `mamba2_lm-paper-box`: off (docs/model.md)."]
 
 
 def l1_section(gpu) -> list[str]:
@@ -562,8 +573,9 @@ def main(argv: list[str] | None = None) -> int:
              f"miss cost and prefetch depth) fitted on `{TRAIN}` only, the L2's dirty share "
              f"at a kernel's end (model-1.4) on `{TRAIN_DIRTY}`'s DRAM writes only "
              "(`--fit-dirty`: 0.3-0.35 best, 0.3 taken); the other sets are held out. The "
-             "L2 share private rows find and the loaded DRAM latency (model-1.7) on the "
-             "memory microbenchmarks (`bench/bench_mem.py`), for which every set is held out.",
+             "L2 share private rows find and the loaded DRAM latency (model-1.7) and an "
+             "SM's store path (model-1.9) on the memory microbenchmarks "
+             "(`bench/bench_mem.py`), for which every set is held out.",
              ""]
     summary = []
     all_frames = []

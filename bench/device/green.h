@@ -24,6 +24,13 @@ static cudaStream_t green_stream(int n, int* got) {
   return (cudaStream_t)s;
 }
 
+// The stream a microbenchmark launches on: the whole GPU's default stream (want <= 0) or a
+// green context's of `want` SMs; *sms: the SMs it holds.
+static cudaStream_t sm_stream(int want, int* sms) {
+  CK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, 0));
+  return want > 0 ? green_stream(want, sms) : (cudaStream_t)0;
+}
+
 // Wall time of one launch: events cannot be recorded across a green context's stream and
 // the primary context's, so the host clock times it (launch cost included, ~10 us).
 template <class F> static float time_ms(cudaStream_t s, F launch) {

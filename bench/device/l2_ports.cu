@@ -54,9 +54,8 @@ __global__ void __launch_bounds__(256) lines_op(float* __restrict__ t, unsigned 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 5;
   const int want_sms = argc > 2 ? atoi(argv[2]) : 0;
-  int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  cudaStream_t st = 0;
-  if (want_sms > 0) st = green_stream(want_sms, &sms);
+  int sms;
+  cudaStream_t st = sm_stream(want_sms, &sms);
   const size_t MB = 1 << 20;
   float* t; CK(cudaMalloc(&t, 16 * MB));
   float* sink; CK(cudaMalloc(&sink, 4));

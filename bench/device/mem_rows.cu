@@ -108,12 +108,10 @@ int main(int argc, char** argv) {
   const int want_sms = argc > 2 ? atoi(argv[2]) : 0;
   const char* what = argc > 3 ? argv[3] : "all";
   const size_t MB = 1 << 20;
-  int sms, l2; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  int sms, l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
   CK(cudaFree(0));  // the primary context first: the buffers live there
-  cudaStream_t st = 0;
-  if (want_sms > 0) st = green_stream(want_sms, &sms);
+  cudaStream_t st = sm_stream(want_sms, &sms);
   fprintf(stderr, "%s: %d SMs in use, L2 %d bytes\n", prop.name, sms, l2);
   float* out; CK(cudaMalloc(&out, 1 << 20));
 

@@ -148,6 +148,43 @@ def new_line_owners():
     return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
+@numba.njit(cache=True)
+def store_slots(kind, width, addr_off, addrs, sector_shift, line_shift, min_sectors, out):
+    """What each store or reduction row sends from its SM toward the L2, in sector slots:
+    per line it writes, its sectors, but at least ``min_sectors``. On the H100 a line of
+    one or two sectors goes in the time of two, through the SM's store path and through
+    the L2's input port alike (bench/device/store_shapes.cu). Other rows get 0."""
+    secs = np.empty(256, np.int64)
+    for i in range(kind.shape[0]):
+        out[i] = 0
+        k = kind[i]
+        if not (k == K_STORE_GLOBAL or k == K_REDUCTION):
+            continue
+        w = width[i]
+        if w <= 0:
+            continue
+        m = 0
+        for j in range(addr_off[i], addr_off[i + 1]):
+            for s in range(addrs[j] >> sector_shift, ((addrs[j] + w - 1) >> sector_shift) + 1):
+                if m < secs.shape[0]:
+                    secs[m] = s
+                    m += 1
+        _sort_prefix(secs, m)
+        total = 0
+        in_line = 0
+        for a in range(m):
+            if a > 0 and secs[a] == secs[a - 1]:
+                continue
+            if a > 0 and (secs[a] >> (line_shift - sector_shift)) != \
+                    (secs[a - 1] >> (line_shift - sector_shift)):
+                total += max(in_line, min_sectors)
+                in_line = 0
+            in_line += 1
+        if in_line:
+            total += max(in_line, min_sectors)
+        out[i] = total
+
+
 @numba.njit(cache=True, inline="always")
 def row_lines(addr_off, addrs, i, w, line_shift, out):
     """The lines row ``i``'s lanes touch (``w`` bytes each), a line repeated by neighbouring

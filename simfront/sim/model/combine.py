@@ -30,7 +30,8 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     t = run.prep.totals
     dram_read = float(t[4] * sector)
     dram_write = float(t[5] * sector)
-    t_dram, t_l2 = memory_bounds(t, sector, run.dram_bytes_per_clk, run.l2_bytes_per_clk)
+    t_dram, t_l2 = memory_bounds(t, sector, run.dram_bytes_per_clk, run.l2_bytes_per_clk,
+                                 params.l2_write_share * run.l2_bytes_per_clk / sector)
     # The work scale (a sampled trace's census over its traced blocks' share) stretches
     # SM 0's time as a whole; busy and occupancy are ratios within the simulated run.
     t_sim = float(run.t_sm)
@@ -62,7 +63,12 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         denom = max(1, units) * P * max(t_sim, 1.0)
         busy[pipe] = float(run.pipe_busy[i]) / denom
 
-    bound = _bound(shares, busy)
+    # A whole-GPU bandwidth that sets the time is the limiter, even where SM 0's own stalls
+    # (a store path draining into it, say) take a larger share of the time than its excess.
+    if max(t_dram, t_l2) > t_sm:
+        bound = "dram" if t_dram >= t_l2 else "l2"
+    else:
+        bound = _bound(shares, busy)
     occ = run.warp_cycles / max(t_sim, 1.0) / sm.max_warps
     rec = {
         "cycles": cycles,

@@ -83,11 +83,13 @@ def _start_block(r, blk, t, W, P, warp_off, block_start, slot_block, live, arriv
 @numba.njit(cache=True)
 def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, issue_width,
            pc, icache_line_shift, icache_miss, icache_prefetch,
-           op, ndst, dst, nsrc, src, width, level, sectors, l2_sectors, dram_sectors, waves,
+           op, ndst, dst, nsrc, src, width, level, sectors, slots, l2_sectors, dram_sectors,
+           waves,
            op_pipe, op_kind, op_lat, op_ii, op_span, pipe_units,
            lat_l1, lat_shared, lat_l2, lat_dram, lat_const, lat_barrier, lat_store_load,
            block_start,
-           l1_sectors_per_clk, store_sectors_per_clk, l2_bytes_per_clk, dram_bytes_per_clk,
+           l1_sectors_per_clk, store_sectors_per_clk, store_instr_clk,
+           l2_bytes_per_clk, dram_bytes_per_clk,
            sector_bytes,
            stall, pipe_busy, issued_pipe, warp_cycles):
     """Simulate the blocks of one SM; returns the cycle at which the last one finishes.
@@ -97,9 +99,11 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
     are accumulated in place; ``issued_pipe[pipe]`` counts issued instructions and
     ``warp_cycles[0]`` the clocks warps were resident (for achieved occupancy).
     ``lat_store_load``: clocks each global store a warp issued since its last global load
-    adds to that warp's next load (0: none). ``store_sectors_per_clk``: the sectors of stores
-    and reductions an SM sends to the L2 per clock, which hold the SM's memory path as long
-    (loads behind them wait); 0: the L1's rate.
+    adds to that warp's next load (0: none). ``store_sectors_per_clk``: the sector slots
+    (``slots``, ``cache.store_slots``) of stores and reductions an SM sends to the L2 per
+    clock, which hold the SM's memory path as long, at least ``store_instr_clk`` an
+    instruction; loads behind them wait. 0: the L1's rate. (The L2's input port, which the
+    whole GPU's stores share, is a bound on the kernel: ``simulate.memory_bounds``.)
     """
     P = sub_partitions
     W = warps_per_block
@@ -252,8 +256,9 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
                         or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH:
                     ns = sectors[i]
                     t1 = max(float(now), l1_free)
-                    if store_sectors_per_clk > 0 and (k == K_STORE_GLOBAL or k == K_REDUCTION):
-                        l1_free = t1 + ns / store_sectors_per_clk
+                    if store_sectors_per_clk > 0 and (k == K_STORE_GLOBAL or k == K_REDUCTION) \
+                            and ns > 0:
+                        l1_free = t1 + max(store_instr_clk, slots[i] / store_sectors_per_clk)
                     else:
                         l1_free = t1 + ns / l1_sectors_per_clk
                     t2 = t1

@@ -72,17 +72,28 @@ class ModelParams:
     #: What each global store a warp issued since its last global load adds to that load's
     #: latency, in ns (0: nothing). The pointer chase measured it on the H100: one line
     #: written per step makes the next load wait 185 ns longer, two lines 302
-    #: (bench/bench_mem.py); least squares per store, 157. An option, off: with
-    #: ``store_sectors_per_clk`` it brings the softmax's what-ifs on fewer SMs to the
-    #: hardware's but costs the tiny sets (bench/RESULTS.md, *an SM's stores*).
+    #: (bench/bench_mem.py); least squares per store, 157. An option, off: it costs the
+    #: tiny sets and the fit set up to 1.4 points of MAPE, the grid-stride elementwise
+    #: kernels meeting it every iteration (bench/RESULTS.md, *an SM's stores*).
     store_load_ns: float = 0.0
-    #: Sectors of stores and reductions an SM sends to the L2 per clock; they hold the SM's
-    #: memory path that long, and its loads wait behind them (0: the L1's 4 a clock). The
-    #: H100's SMs take 1.07 a clock when the L2's input port is not full (green contexts
-    #: of 64 and 32 SMs, bench/device/l2_ports.cu, whole lines). An option, off, as
-    #: ``store_load_ns``: kernels storing one or two sectors an instruction slow too much,
-    #: and whether the path is a sector or a request rate is not measured.
-    store_sectors_per_clk: float = 0.0
+    #: An SM's store path, in sector slots a clock: a store or reduction holds the SM's
+    #: memory path for its slots (per line it writes, its sectors, at least
+    #: ``store_min_sectors``) at this rate, and at least ``store_instr_clk``; the SM's loads
+    #: wait behind it (0: stores go at the L1's 4 sectors a clock). Measured on the H100
+    #: in green contexts of 32 SMs, where the L2's input port has room
+    #: (bench/device/store_shapes.cu: 12 shapes of store, fitted by bench/bench_mem.py).
+    store_sectors_per_clk: float = 0.97
+    #: The fewest sector slots a written line takes, in the SM's store path and the L2's
+    #: input port: one or two sectors of a line go in the time of two.
+    store_min_sectors: int = 2
+    #: The fewest clocks a store instruction holds the SM's store path, whatever it writes
+    #: (bf16 lanes, one sector, a masked quarter of a warp: 3.3-4.7 clocks each).
+    store_instr_clk: float = 4.2
+    #: The L2's input port (crossbar to L2) takes the whole GPU's store slots at this share
+    #: of the L2's bandwidth (69 slots a clock on the H100 against the model's 160 sectors:
+    #: five shapes of store on 132 SMs agree to 1%); each active SM gets its part
+    #: (0: no port).
+    l2_write_share: float = 0.43
     #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
     #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike
     #: ``private_reuse`` it does not move with the SM count (an SM's resident warps do not).

@@ -23,7 +23,7 @@ import numpy as np
 from simfront.errors import TraceFormatError
 from simfront.sim.model.cache import (HASH_LINEAR, CacheState, global_bytes, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
-                                      simulate_memory)
+                                      simulate_memory, store_slots)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
 from simfront.sim.model.decode import N_PIPES, build_optable, pipe_timing
 from simfront.sim.model.issue import N_REASONS, run_sm
@@ -93,11 +93,21 @@ def dram_load_latency(base: float, load: float, gpu, params: ModelParams) -> flo
 
 
 def memory_bounds(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
-                  l2_per_clk: float) -> tuple[float, float]:
+                  l2_per_clk: float, port_slots_per_clk: float = 0.0) -> tuple[float, float]:
     """The whole GPU's DRAM and L2 bandwidth bounds, in clocks, of a trace pass's totals
-    (``cache.simulate_memory``): DRAM sectors read and written, L2 sectors."""
-    return (float(totals[4] + totals[5]) * sector_bytes / dram_per_clk,
-            float(totals[2]) * sector_bytes / l2_per_clk)
+    (``cache.simulate_memory``): DRAM sectors read and written; L2 sectors, or the stores'
+    slots through the L2's input port (``totals[7]``, ``cache.store_slots``) where that is
+    longer (``port_slots_per_clk`` 0: no port)."""
+    t_l2 = float(totals[2]) * sector_bytes / l2_per_clk
+    if port_slots_per_clk > 0 and totals.shape[0] > 7:
+        t_l2 = max(t_l2, float(totals[7]) / port_slots_per_clk)
+    return float(totals[4] + totals[5]) * sector_bytes / dram_per_clk, t_l2
+
+
+def port_slots_per_clk(gpu, params: ModelParams) -> float:
+    """The L2's input port, in store slots a clock, whole GPU (``l2_write_share`` of the L2
+    bandwidth in sectors)."""
+    return params.l2_write_share * bandwidths(gpu, params)["l2"] / gpu.l2.sector.bytes
 
 
 def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
@@ -234,7 +244,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     l2_co_warps = min(B, wave_blocks) * W
     sector_shift = int(math.log2(gpu.l2.sector.bytes))
     line_shift = int(math.log2(gpu.l2.line.bytes))
-    totals = np.zeros(7, np.int64)
+    # [0-6]: cache.simulate_memory's; [7]: the stores' slots (cache.store_slots)
+    totals = np.zeros(8, np.int64)
     pipe_counts = np.zeros(N_PIPES, np.float64)
     n_instr = 0.0
     n_thread = 0.0
@@ -304,6 +315,11 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                         l1_astamp, l1_aclock, l1_last,
                         params.l1_line_cycles, sector_shift, line_shift, sm.l1.banks,
                         level, sectors, l2s, drams, waves, totals)
+        slots = np.zeros(n, np.int32)
+        if params.store_sectors_per_clk > 0:
+            store_slots(kind, width, addr_off, addrs, sector_shift, line_shift,
+                        int(params.store_min_sectors), slots)
+            totals[7] += int(slots.sum())
         rline = None
         if share:
             rline = sharing.first_lines(addr_off, addrs, line_shift)
@@ -319,7 +335,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                       pc=chunk.pc[idx],
                       ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
                       src=chunk.src[idx], width=chunk.mem_width[idx], level=level[idx],
-                      sectors=sectors[idx], l2=l2s[idx], dram=drams[idx], waves=waves[idx])
+                      sectors=sectors[idx], l2=l2s[idx], dram=drams[idx], waves=waves[idx],
+                      slots=slots[idx])
     if table is None:
         raise TraceFormatError("kernel trace holds no instructions", kernel.path)
     n_blocks_trace = max_tb + 1
@@ -365,7 +382,7 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                            ("src", np.int64, (MAX_SRC,)), ("width", np.int64, ()),
                            ("level", np.int64, ()), ("sectors", np.int64, ()),
                            ("l2", np.int64, ()), ("dram", np.int64, ()),
-                           ("waves", np.int64, ())):
+                           ("waves", np.int64, ()), ("slots", np.int64, ())):
         cols[name] = np.ascontiguousarray(timed.get(name, dt, tail)[order])
     if grid_share is not None:
         # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a row
@@ -489,7 +506,8 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
                 cols["pc"], int(params.icache_line_shift), int(round(lat["fetch"])),
                 int(params.icache_prefetch_lines),
                 cols["op"], cols["ndst"], cols["dst"], cols["nsrc"], cols["src"], cols["width"],
-                cols["level"], cols["sectors"], cols["l2"], cols["dram"], cols["waves"],
+                cols["level"], cols["sectors"], cols["slots"], cols["l2"], cols["dram"],
+                cols["waves"],
                 table.pipe.astype(np.int64), table.kind.astype(np.int64),
                 table.latency.astype(np.int64), table.initiation.astype(np.int64),
                 table.dst_span.astype(np.int64), units.astype(np.int64),
@@ -497,14 +515,16 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
                 int(params.barrier_latency),
                 int(round(params.store_load_ns * gpu.clocks.core.hz / 1e9)),
                 int(params.block_start_cycles),
-                float(sm.l1.l1_banks), float(params.store_sectors_per_clk), l2_share,
+                float(sm.l1.l1_banks), float(params.store_sectors_per_clk),
+                float(params.store_instr_clk), l2_share,
                 dram_share, float(gpu.l2.sector.bytes),
                 stall, pipe_busy, issued_pipe, warp_cycles))
         return t, stall, pipe_busy, issued_pipe, warp_cycles
 
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
-    t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"])
+    t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],
+                                 port_slots_per_clk(gpu, params))
     # writes weigh more than reads in the wait they make reads take (bench/bench_mem.py)
     t_queue = float(prep.totals[4] + params.dram_queue_write_weight * prep.totals[5]) \
         * sector / bw["dram"]
