@@ -72,9 +72,9 @@ class ModelParams:
     #: What each global store a warp issued since its last global load adds to that load's
     #: latency, in ns (0: nothing). The pointer chase measured it on the H100: one line
     #: written per step makes the next load wait 185 ns longer, two lines 302
-    #: (bench/bench_mem.py); least squares per store, 157. An option, off: it costs the
-    #: tiny sets and the fit set up to 1.4 points of MAPE, the grid-stride elementwise
-    #: kernels meeting it every iteration (bench/RESULTS.md, *an SM's stores*).
+    #: (bench/bench_mem.py); least squares per store, 157. An option, off: on top of the
+    #: store path it costs the tiny sets and the fit set up to 1.7 points of MAPE and helps
+    #: one paper set (bench/RESULTS.md, *an SM's stores*).
     store_load_ns: float = 0.0
     #: An SM's store path, in sector slots a clock: a store or reduction holds the SM's
     #: memory path for its slots (per line it writes, its sectors, at least
@@ -91,8 +91,9 @@ class ModelParams:
     store_instr_clk: float = 4.2
     #: The L2's input port (crossbar to L2) takes the whole GPU's store slots at this share
     #: of the L2's bandwidth (69 slots a clock on the H100 against the model's 160 sectors:
-    #: five shapes of store on 132 SMs agree to 1%); each active SM gets its part
-    #: (0: no port).
+    #: five shapes of store on 132 SMs agree to 1%): a bound on the kernel beside the
+    #: L2's and the DRAM's (``simulate.memory_bounds``), not a share each SM holds, since
+    #: an epilogue's stores leave the SMs at different times (0: no port).
     l2_write_share: float = 0.43
     #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
     #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike
