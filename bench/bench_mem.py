@@ -27,7 +27,6 @@ Run: ``python bench/bench_mem.py [--fit]``; updates its section of bench/RESULTS
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from simfront.paths import REPO_ROOT
 from simfront.sim.model.cache import survival_probability
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import bandwidths, memory_latencies, port_slots_per_clk
+from simfront.stats.ncu import read_ncu_csv
 
 SECTION = "## Memory microbenchmarks: the L2 that private rows find, and loaded DRAM latency (bench/bench_mem.py)"
 DATA = REPO_ROOT / "bench" / "data" / "device" / "mem_rows"
@@ -360,7 +360,7 @@ def port_rates(stem: str) -> pd.DataFrame:
     """One l2_ports run: per case, the SMs it ran on and its L2 sectors per clock (ncu's
     timed launches, every other record: the first touches are their own launches)."""
     runs = pd.read_csv(PORTS / f"{stem}.csv")
-    ncu = read_ncu_raw(PORTS / f"{stem}_ncu.csv").iloc[1::2].reset_index(drop=True)
+    ncu = pd.read_csv(PORTS / f"{stem}_ncu.csv").iloc[1::2].reset_index(drop=True)
     if len(ncu) != len(runs):
         raise ValueError(f"{PORTS / stem}: {len(runs)} cases, {len(ncu)} timed ncu records")
     sec = (ncu["lts__t_sectors_op_read.sum"] + ncu["lts__t_sectors_op_write.sum"]
@@ -427,25 +427,11 @@ STORE_RUNS = (("store_shapes_h100", 132), ("store_shapes_h100_sms64", 64),
 STORE_TRACES = STORES / "traces"
 
 
-def read_ncu_raw(path: Path) -> pd.DataFrame:
-    """ncu's ``--csv --page raw`` output as numbers: the program's own lines before the
-    header dropped, the units row and thousands separators gone."""
-    text = path.read_text()
-    start = text.find('"ID"') if '"ID"' in text else text.find("ID,")
-    if start < 0:
-        raise ValueError(f"{path}: no ncu header (\"ID\",...)")
-    d = pd.read_csv(io.StringIO(text[start:]))
-    if len(d) and not str(d["ID"].iloc[0]).strip().isdigit():  # the units row
-        d = d.iloc[1:].reset_index(drop=True)
-    return d.apply(lambda c: pd.to_numeric(c.astype(str).str.replace(",", ""), errors="coerce")
-                   if c.name not in ("Kernel Name", "Grid Size", "Block Size") else c)
-
-
 def store_shape_rates(stem: str, min_sectors: int) -> pd.DataFrame:
     """One store_shapes run: per shape, its sector slots (``cache.store_slots``), clocks per
     store instruction per SM, and the L2 input port's busy share (ncu)."""
     runs = pd.read_csv(STORES / f"{stem}.csv")
-    ncu = read_ncu_raw(STORES / f"{stem}_ncu.csv")
+    ncu = read_ncu_csv(STORES / f"{stem}_ncu.csv")
     if len(ncu) != len(runs):
         raise ValueError(f"{STORES / stem}: {len(runs)} shapes, {len(ncu)} ncu records")
     out = runs[["shape", "lines", "sectors_per_line", "lanes"]].copy()
@@ -453,7 +439,8 @@ def store_shape_rates(stem: str, min_sectors: int) -> pd.DataFrame:
     out["slots"] = out.lines * np.maximum(out.sectors_per_line, min_sectors)
     instr = ncu["smsp__inst_executed_op_global_st.sum"].to_numpy(float)
     out["clk"] = out.sms * ncu["gpc__cycles_elapsed.max"].to_numpy(float) / instr
-    out["port"] = ncu["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"].to_numpy(float)
+    # a percentage, as the tables print it (read_ncu_csv gives a fraction)
+    out["port"] = 100 * ncu["lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"].to_numpy(float)
     out["l2_sectors"] = ncu["lts__t_sectors_op_write.sum"].to_numpy(float) / instr
     return out
 
@@ -560,10 +547,11 @@ def store_shapes_table(gpu) -> list[str]:
               f"files renamed `store_shapes_h100_repeat*`): every shape's clocks within "
               f"{repeat_spread():.1%} of the first run's, on 132 and 32 SMs.",
               "- The port is a bound on the whole kernel in the model (its stores' slots over "
-              "69 a clock), not a share of it each SM holds: an epilogue's stores, which the "
-              "SMs send at different times, would otherwise wait for a port they do not fill "
-              "(`_chunk_state_fwd`, 16-byte lanes at a block's end: 1.19x ncu's time without "
-              "the store path, 1.31x with the port shared out per SM, 1.21x as a bound)."]
+              "69 a clock), not a share of it each SM holds: shared out per SM it slowed "
+              "kernels that store at their blocks' end (`_chunk_state_fwd`, 16-byte lanes: "
+              "1.19x ncu's time without the store path, 1.31x with the port shared out per "
+              "SM, 1.21x as a bound). That such stores leave the SMs at different times and "
+              "do not fill the port is the likely reason, not measured."]
     return lines + store_traces_table(gpu)
 
 

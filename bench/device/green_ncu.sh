@@ -15,5 +15,6 @@ for sms in 0 "$@"; do
   # shellcheck disable=SC2086  # NCU_ARGS is a list of ncu's options
   $NCU --clock-control none --csv --page raw $NCU_ARGS $T/$PROG 1 $sms > $OUT/${f}_ncu.csv 2> $T/ncu.err
   echo "$f: ncu rc=$?"; tail -3 $T/ncu.err
+  sed -i "s#$T/##g" $OUT/${f}_ncu.csv  # the program's path: this machine's, not the data's
   cat $OUT/$f.csv
 done

@@ -31,6 +31,8 @@
 #include <cstdlib>
 #include <vector>
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 
@@ -78,26 +80,17 @@ __global__ void touch(float4* t, size_t n) {
     t[i] = make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
-template <int S>
-static void launch(cudaStream_t st, int blocks, char* t, unsigned mask, int iters) {
-  store_op<S, kShapes[S].lines><<<blocks, 256, 0, st>>>(t, mask, iters);
+// One store_op per shape, in the order of Shape.
+using StoreKernel = void (*)(char*, unsigned, int);
+template <size_t... S>
+static std::array<StoreKernel, N_SHAPES> kernels_of(std::index_sequence<S...>) {
+  return {store_op<(int)S, kShapes[S].lines>...};
 }
+static const std::array<StoreKernel, N_SHAPES> kKernels =
+    kernels_of(std::make_index_sequence<N_SHAPES>());
 
 static void launch_shape(int s, cudaStream_t st, int blocks, char* t, unsigned mask, int iters) {
-  switch (s) {
-    case W4: launch<W4>(st, blocks, t, mask, iters); break;
-    case W8: launch<W8>(st, blocks, t, mask, iters); break;
-    case W16: launch<W16>(st, blocks, t, mask, iters); break;
-    case H2: launch<H2>(st, blocks, t, mask, iters); break;
-    case B1: launch<B1>(st, blocks, t, mask, iters); break;
-    case S1: launch<S1>(st, blocks, t, mask, iters); break;
-    case S2: launch<S2>(st, blocks, t, mask, iters); break;
-    case S3: launch<S3>(st, blocks, t, mask, iters); break;
-    case H2X2: launch<H2X2>(st, blocks, t, mask, iters); break;
-    case W4X2: launch<W4X2>(st, blocks, t, mask, iters); break;
-    case SCAT: launch<SCAT>(st, blocks, t, mask, iters); break;
-    case SCAT8: launch<SCAT8>(st, blocks, t, mask, iters); break;
-  }
+  kKernels[s]<<<blocks, 256, 0, st>>>(t, mask, iters);
   CK(cudaGetLastError());
 }
 

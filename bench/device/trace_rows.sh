@@ -34,5 +34,6 @@ for sms in 0 64 32; do
     SIMFRONT_MAX_KERNELS=$KERNELS SIMFRONT_COMPRESS=xz $PROG > $d.csv 2> $d.err
   echo "sms $sms: rc=$? $(( $(date +%s) - t0 )) s, $(ls $d 2>/dev/null | wc -l) files"; grep -v "^rows" $d.err | tail -4
 done
+sed -i "s#$OUT/##g" $OUT/${K}_sms*.err  # the tracer logs its output folder: this machine's
 tar cf $OUT/${K}_traces.tar -C $OUT ${K}_sms0 ${K}_sms64 ${K}_sms32 && rm -r $OUT/${K}_sms*/
 du -sh $OUT

@@ -148,6 +148,41 @@ def new_line_owners():
     return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
+@numba.njit(cache=True, inline="always")
+def _unique_sectors(addrs, a0, a1, w, sector_shift, secs):
+    """The sectors the lanes ``addrs[a0:a1]`` (``w`` bytes each) touch, sorted and once
+    each, into ``secs`` (no allocation: a warp touches a few); returns how many."""
+    m = 0
+    for j in range(a0, a1):
+        for s in range(addrs[j] >> sector_shift, ((addrs[j] + w - 1) >> sector_shift) + 1):
+            if m < secs.shape[0]:
+                secs[m] = s
+                m += 1
+    _sort_prefix(secs, m)
+    nu = 0
+    for a in range(m):
+        if nu == 0 or secs[a] != secs[nu - 1]:
+            secs[nu] = secs[a]
+            nu += 1
+    return nu
+
+
+@numba.njit(cache=True, inline="always")
+def _line_slots(u, sectors_per_line_shift, min_sectors):
+    """Sector slots of the sorted unique sectors ``u``: per line, its sectors, at least
+    ``min_sectors``."""
+    total = 0
+    in_line = 0
+    for a in range(u.shape[0]):
+        if a > 0 and (u[a] >> sectors_per_line_shift) != (u[a - 1] >> sectors_per_line_shift):
+            total += max(in_line, min_sectors)
+            in_line = 0
+        in_line += 1
+    if in_line:
+        total += max(in_line, min_sectors)
+    return total
+
+
 @numba.njit(cache=True)
 def store_slots(kind, width, addr_off, addrs, sector_shift, line_shift, min_sectors, out):
     """What each store or reduction row sends from its SM toward the L2, in sector slots:
@@ -158,31 +193,10 @@ def store_slots(kind, width, addr_off, addrs, sector_shift, line_shift, min_sect
     for i in range(kind.shape[0]):
         out[i] = 0
         k = kind[i]
-        if not (k == K_STORE_GLOBAL or k == K_REDUCTION):
-            continue
-        w = width[i]
-        if w <= 0:
-            continue
-        m = 0
-        for j in range(addr_off[i], addr_off[i + 1]):
-            for s in range(addrs[j] >> sector_shift, ((addrs[j] + w - 1) >> sector_shift) + 1):
-                if m < secs.shape[0]:
-                    secs[m] = s
-                    m += 1
-        _sort_prefix(secs, m)
-        total = 0
-        in_line = 0
-        for a in range(m):
-            if a > 0 and secs[a] == secs[a - 1]:
-                continue
-            if a > 0 and (secs[a] >> (line_shift - sector_shift)) != \
-                    (secs[a - 1] >> (line_shift - sector_shift)):
-                total += max(in_line, min_sectors)
-                in_line = 0
-            in_line += 1
-        if in_line:
-            total += max(in_line, min_sectors)
-        out[i] = total
+        if (k == K_STORE_GLOBAL or k == K_REDUCTION) and width[i] > 0:
+            nu = _unique_sectors(addrs, addr_off[i], addr_off[i + 1], width[i], sector_shift,
+                                 secs)
+            out[i] = _line_slots(secs[:nu], line_shift - sector_shift, min_sectors)
 
 
 @numba.njit(cache=True, inline="always")
@@ -412,34 +426,14 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
         if not (k == K_LOAD_GLOBAL or k == K_STORE_GLOBAL or k == K_ATOMIC
                 or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH):
             continue
-        # Coalesce the lanes' bytes into sectors.
-        m = 0
-        for j in range(a0, a1):
-            first = addrs[j] >> sector_shift
-            last = (addrs[j] + w - 1) >> sector_shift
-            for s in range(first, last + 1):
-                if m < secs.shape[0]:
-                    secs[m] = s
-                    m += 1
-        # Sort and deduplicate in place (a warp touches a few sectors; no allocation).
-        _sort_prefix(secs, m)
-        nu = 0
-        for a in range(m):
-            if nu == 0 or secs[a] != secs[nu - 1]:
-                secs[nu] = secs[a]
-                nu += 1
+        nu = _unique_sectors(addrs, a0, a1, w, sector_shift, secs)
         u = secs[:nu]
         out_sectors[i] = nu
         if l1_line_slots:
             # The L1 serves one 128-byte line per cycle whatever its sectors: a load whose
             # lanes fall in 32 lines takes 32 cycles, not the 8 its 32 sectors would at 4 per
             # cycle. Counted in sector slots (lines x sectors per line) for the issue model.
-            n_lines = 0
-            for q in range(nu):
-                if q == 0 or (u[q] >> (line_shift - sector_shift)) != \
-                        (u[q - 1] >> (line_shift - sector_shift)):
-                    n_lines += 1
-            out_sectors[i] = max(nu, n_lines * lines_per)
+            out_sectors[i] = _line_slots(u, line_shift - sector_shift, lines_per)
         c = sm_of_block_mod[tb[i]] % n_l1
         gw = tb[i] * warps_per_block + warp[i]
         write = k == K_STORE_GLOBAL

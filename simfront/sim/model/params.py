@@ -92,8 +92,9 @@ class ModelParams:
     #: The L2's input port (crossbar to L2) takes the whole GPU's store slots at this share
     #: of the L2's bandwidth (69 slots a clock on the H100 against the model's 160 sectors:
     #: five shapes of store on 132 SMs agree to 1%): a bound on the kernel beside the
-    #: L2's and the DRAM's (``simulate.memory_bounds``), not a share each SM holds, since
-    #: an epilogue's stores leave the SMs at different times (0: no port).
+    #: L2's and the DRAM's (``simulate.memory_bounds``), not a share each SM holds: shared
+    #: out per SM it slowed kernels that store at their blocks' end past ncu's time
+    #: (bench/RESULTS.md, *The shapes of a store*) (0: no port).
     l2_write_share: float = 0.43
     #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
     #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike

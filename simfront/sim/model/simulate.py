@@ -99,7 +99,7 @@ def memory_bounds(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
     slots through the L2's input port (``totals[7]``, ``cache.store_slots``) where that is
     longer (``port_slots_per_clk`` 0: no port)."""
     t_l2 = float(totals[2]) * sector_bytes / l2_per_clk
-    if port_slots_per_clk > 0 and totals.shape[0] > 7:
+    if port_slots_per_clk > 0:
         t_l2 = max(t_l2, float(totals[7]) / port_slots_per_clk)
     return float(totals[4] + totals[5]) * sector_bytes / dram_per_clk, t_l2
 
