@@ -39,7 +39,8 @@ from simfront.gpu import load_gpu
 from simfront.paths import REPO_ROOT
 from simfront.sim.model.cache import survival_probability
 from simfront.sim.model.params import DEFAULT_PARAMS
-from simfront.sim.model.simulate import bandwidths, memory_latencies, port_slots_per_clk
+from simfront.sim.model.simulate import (bandwidths, memory_latencies, port_slots_per_clk,
+                                        read_rates)
 from simfront.stats.ncu import read_ncu_csv
 
 SECTION = "## Memory microbenchmarks: the L2 that private rows find, and loaded DRAM latency (bench/bench_mem.py)"
@@ -595,10 +596,11 @@ def model_on_store_traces(gpu, params=DEFAULT_PARAMS) -> pd.DataFrame:
 
 def store_traces_table(gpu) -> list[str]:
     """The model on the store shapes' own traces, store path off and on."""
-    on = model_on_store_traces(gpu)
+    # model-1.9's loads, as the table was made: the store path is what it compares
+    on = model_on_store_traces(gpu, MODEL_19_LOADS)
     if not len(on):
         return []
-    off = model_on_store_traces(gpu, DEFAULT_PARAMS.with_(store_sectors_per_clk=0.0))
+    off = model_on_store_traces(gpu, MODEL_19_LOADS.with_(store_sectors_per_clk=0.0))
     lines = ["", "The model on the shapes' own traces (`KIND=stores bash "
              "bench/device/trace_rows.sh`, one H100 call, 43 s: 8 blocks of every launch, "
              "the grid of 132, 64 and 32 SMs traced on the whole GPU; "
@@ -623,6 +625,193 @@ def store_traces_table(gpu) -> list[str]:
               "whole lines), which a sample cannot see, so the model writes each sampled "
               "line back to the DRAM as if the grid's lines were all distinct. The "
               "workloads' kernels write each output once, where this does not arise."]
+    return lines
+
+
+LOADS = REPO_ROOT / "bench" / "data" / "device" / "load_shapes"
+LOAD_TRACES = LOADS / "traces" / "loads_sms32"
+#: model-1.9's load path: sectors at the L1's banks' rate, the L2 shared out per SM up to
+#: the banks' rate, no read-side bound, no floor
+MODEL_19_LOADS = DEFAULT_PARAMS.with_(l1_line_cycles=False, l2_sm_sectors_per_clk=0.0,
+                                      l2_read_share=0.0, l2_read_request_share=0.0,
+                                      load_instr_clk=0.0)
+#: The runs of bench/device/load_shapes.sh: (stem, SMs).
+LOAD_RUNS = (("load_shapes_h100", 132), ("load_shapes_h100_sms64", 64),
+             ("load_shapes_h100_sms32", 32))
+
+
+def load_shape_rates(stem: str, sms: int) -> pd.DataFrame:
+    """One load_shapes run: per shape, the sectors one instruction reads, clocks per load
+    instruction per SM, and the L1's and the L2's hit rates (ncu)."""
+    runs = pd.read_csv(LOADS / f"{stem}.csv")
+    ncu = read_ncu_csv(LOADS / f"{stem}_ncu.csv")
+    if len(ncu) != len(runs):
+        raise ValueError(f"{LOADS / stem}: {len(runs)} shapes, {len(ncu)} ncu records")
+    out = runs[["shape", "lines", "sectors_per_line", "lanes"]].copy()
+    out["sms"] = sms
+    out["sectors"] = out.lines * out.sectors_per_line
+    instr = ncu["smsp__inst_executed_op_global_ld.sum"].to_numpy(float)
+    out["clk"] = sms * ncu["gpc__cycles_elapsed.max"].to_numpy(float) / instr
+    out["l1_hit"] = (ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum"].to_numpy(float)
+                     / ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"].to_numpy(float))
+    out["l2_hit"] = ncu["lts__t_sector_op_read_hit_rate.pct"].to_numpy(float)
+    return out
+
+
+def fit_load_path(few: pd.DataFrame, whole: pd.DataFrame, gpu) -> dict[str, float]:
+    """The load path's constants from the shapes. On few SMs (the L2 has room): an SM's
+    sectors a clock from the L2 (least squares through the origin on the shapes that read
+    whole lines, 8 sectors or more), the floor an instruction takes (the mean of the shapes
+    of 4 sectors or fewer with every lane active) and, reported, its lines a clock on loads
+    of one sector a line. On the whole GPU: the L2's read sectors a clock (the shapes of 8 sectors or more
+    at two or more a line) and its requests a clock (one sector a line), each as a share of
+    the model's L2 bandwidth in sectors."""
+    big = few[(few.sectors >= 8) & (few.sectors_per_line == 4)]
+    rate = float((big.sectors ** 2).sum() / (big.sectors * big.clk).sum())
+    scat = few[(few.sectors_per_line == 1) & (few.lines >= 8)]
+    lines = float((scat.lines / scat.clk).mean())
+    wide = whole[(whole.sectors >= 8) & (whole.sectors_per_line >= 2)]
+    sectors = float((wide.sectors * wide.sms / wide.clk).mean())
+    one = whole[(whole.sectors_per_line == 1) & (whole.lines >= 8)]
+    requests = float((one.lines * one.sms / one.clk).mean())
+    floor = float(few[(few.sectors <= 4) & (few.lanes == 32)].clk.mean())
+    l2 = bandwidths(gpu, DEFAULT_PARAMS)["l2"] / gpu.l2.sector.bytes
+    return {"l2_sm_sectors_per_clk": rate, "load_instr_clk": floor, "sm_lines_per_clk": lines,
+            "read_sectors": sectors, "read_requests": requests,
+            "l2_read_share": sectors / l2, "l2_read_request_share": requests / l2}
+
+
+def load_path_clk(t: pd.DataFrame, params, gpu) -> np.ndarray:
+    """The model's clocks per load instruction where every SM loads all the time from the
+    L2: the L1's lines (a clock each, ``l1_line_cycles``; else its sectors at the banks'
+    rate) but at least ``load_instr_clk``, the SM's share of the L2 (``l2_sm_sectors_per_clk`` at most), and the whole
+    GPU's read sectors and requests through the L2's read side, the longest."""
+    bw = bandwidths(gpu, params)
+    sector = gpu.l2.sector.bytes
+    banks = gpu.sm.l1.l1_banks
+    l1 = t.lines * (gpu.l2.line.bytes // sector) / banks if params.l1_line_cycles \
+        else t.sectors / banks
+    share = np.minimum(bw["l2"] / t.sms, bw["l1_sm"]) / sector
+    rs, rq = read_rates(gpu, params)
+    gpu_side = np.maximum(t.sectors * t.sms / rs if rs else 0.0,
+                          t.lines * t.sms / rq if rq else 0.0)
+    sm_side = np.maximum(np.maximum(l1, params.load_instr_clk), t.sectors / share)
+    return np.maximum(sm_side, gpu_side).to_numpy(float)
+
+
+def model_on_load_traces(gpu) -> pd.DataFrame:
+    """The model on the traced load_shapes launches of the grid of 32 SMs (8 blocks of
+    each): SM 0's clocks per load instruction, model-1.10 and model-1.9's load path, against
+    ncu's."""
+    from simfront.gpu import with_variants
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import TraceSet
+
+    if not LOAD_TRACES.is_dir():
+        return pd.DataFrame()
+    hw = load_shape_rates("load_shapes_h100_sms32", 32)
+    g = with_variants(gpu, sm_count=32)
+    kernels = list(TraceSet(LOAD_TRACES).kernels())
+    if len(kernels) != len(hw):
+        raise ValueError(f"{LOAD_TRACES}: {len(kernels)} traced launches, {len(hw)} shapes")
+    per_sm = 8 * 8 * 256  # loads per SM: 256 iterations of 8 warps of 8 blocks
+    out = []
+    for (_, h), k in zip(hw.iterrows(), kernels):
+        if tuple(k.header.grid)[0] != 8 * 32:
+            raise ValueError(f"{LOAD_TRACES}: {h['shape']} has grid {k.header.grid}")
+        clk = {}
+        for label, params in (("new", DEFAULT_PARAMS), ("old", MODEL_19_LOADS)):
+            rec = simulate_kernel(k, g, params=params, cache=False)
+            clk[label] = rec["sim_sm_cycles"] * rec["sim_work_scale"] / per_sm
+        out.append({"shape": h["shape"], "hw_clk": h.clk, "model_clk": clk["new"],
+                    "ratio": clk["new"] / h.clk, "ratio_old": clk["old"] / h.clk})
+    return pd.DataFrame(out)
+
+
+def load_shapes_table(gpu) -> list[str]:
+    """Loads of 13 shapes on 132, 64 and 32 SMs: the H100's clocks per instruction per SM
+    against the model's load path, model-1.9's and model-1.10's."""
+    if not all((LOADS / f"{s}_ncu.csv").is_file() for s, _ in LOAD_RUNS):
+        return []
+    params = DEFAULT_PARAMS
+    old = MODEL_19_LOADS
+    t = {sms: load_shape_rates(stem, sms) for stem, sms in LOAD_RUNS}
+    fit = fit_load_path(t[32], t[132], gpu)
+    lines = ["", "### The shapes of a load (bench/device/load_shapes.cu)", "",
+             "`bash bench/device/load_shapes.sh h100 64 32` (2026-11-24, one H100 call, 68 s "
+             "with the traces below; `bench/data/device/load_shapes/`): 8 blocks of 256 "
+             "threads per SM load from a 16 MB target that the L2 holds (ncu counts "
+             f"{min(x.l2_hit.min() for x in t.values()):.0%}-100% of the read sectors as "
+             "hits), one `LDG.E` per iteration, 8 in flight per warp, at lines that a hash of (warp, iteration) "
+             f"picks, so the L1 holds none of them (hit rate at most "
+             f"{max(x.l1_hit.max() for x in t.values()):.3f}); on the whole GPU and in green "
+             "contexts of 64 and 32 SMs. *lines x sectors*: what one warp instruction reads. "
+             "Cells: ncu's clocks per load instruction per SM (`gpc__cycles_elapsed.max` x "
+             "SMs / `smsp__inst_executed_op_global_ld.sum`) / model-1.9's load path (sectors "
+             "at the L1's 4 a clock, the SM's share of the L2's 160 sectors a clock, at most "
+             "4) / model-1.10's (`load_path_clk`: a clock a line in the L1, at most "
+             f"{params.l2_sm_sectors_per_clk} sectors a clock from the L2 per SM, and the "
+             "whole GPU's read sectors and requests through the L2's read side).", "",
+             "| shape | lines x sectors | 132 SMs | 64 SMs | 32 SMs |", "|---|---|---|---|---|"]
+    errs = {"old": [], "new": []}
+    for i, r in t[32].iterrows():
+        cells = []
+        for sms in (132, 64, 32):
+            x = t[sms].iloc[[i]]
+            hw = float(x.clk.iloc[0])
+            m0 = float(load_path_clk(x, old, gpu)[0])
+            m1 = float(load_path_clk(x, params, gpu)[0])
+            if r["shape"] not in ("s1", "s2"):
+                errs["old"].append(abs(m0 / hw - 1))
+                errs["new"].append(abs(m1 / hw - 1))
+            cells.append(f"{hw:.1f} / {m0:.1f} / {m1:.1f}")
+        lines.append(f"| {r['shape']} | {r.lines} x {r.sectors_per_line} | "
+                     + " | ".join(cells) + " |")
+    f = t[32].set_index("shape")
+    h = t[64].set_index("shape")
+    walk = load_shape_rates("load_shapes_h100_walk_sms64", 64).set_index("shape")
+    traced = model_on_load_traces(gpu)
+    lines += ["",
+              f"- Fitted (`python bench/bench_mem.py --fit`): on 32 SMs an SM takes "
+              f"{fit['l2_sm_sectors_per_clk']:.2f} sectors a clock from the L2 at most "
+              f"(`l2_sm_sectors_per_clk`; ModelParams {params.l2_sm_sectors_per_clk}), at "
+              f"least {fit['load_instr_clk']:.2f} clocks a load instruction (`load_instr_clk`; "
+              f"{params.load_instr_clk}) and "
+              f"{fit['sm_lines_per_clk']:.2f} lines a clock on loads of a sector a line (the "
+              "model's L1: one); on 132 SMs the L2's read side takes "
+              f"{fit['read_sectors']:.0f} sectors a clock ({fit['l2_read_share']:.2f} of the "
+              f"model's L2 bandwidth, `l2_read_share`; {params.l2_read_share}) and "
+              f"{fit['read_requests']:.0f} requests, a line each "
+              f"({fit['l2_read_request_share']:.2f}, `l2_read_request_share`; "
+              f"{params.l2_read_request_share}). Over the 33 cells of the shapes with every "
+              f"lane active: mean error {np.mean(errs['old']):.0%} (worst "
+              f"{np.max(errs['old']):.0%}) for model-1.9's path, {np.mean(errs['new']):.0%} "
+              f"(worst {np.max(errs['new']):.0%}) for model-1.10's.",
+              f"- A line a clock, hit or miss: a first run of these kernels "
+              f"(`load_shapes_h100_walk*`: a sequential walk over 32 MB through the read-only "
+              f"path, `LDG.E.CONSTANT`) brought `scat`'s lines back to the L1 on 64 SMs "
+              f"({walk.l1_hit['scat']:.0%} of its sectors hit) and took "
+              f"{walk.clk['scat']:.1f} clocks a load, as this run does with none hitting "
+              f"({h.clk['scat']:.1f}). So a transposing copy, whose every lane reads its own "
+              f"line, costs an SM 32 clocks a load, where model-1.9 took 8.",
+              f"- The whole GPU takes {fit['read_requests']:.0f} reads of one sector a line a "
+              f"clock and {fit['read_sectors']:.0f} sectors a clock of whole lines (30 lines): "
+              "a line of one sector costs the L2's read side 1.75 sectors' time, and whole "
+              "lines go at three quarters of the model's L2 bandwidth. Neither of the "
+              "crossbar's ports reads full at those rates (`lts__xbar2lts` 21-41% busy, "
+              "`lts__lts2xbar` 47-87%, for the scattered shapes): what limits the read side "
+              "is not established.",
+              "- The model on the shapes' own traces (`KIND=loads bash "
+              "bench/device/trace_rows.sh`, in the same call: 8 blocks of each launch in the "
+              "grid of 32 SMs, `traces/loads_sms32/`), SM 0's clocks a load over ncu's, "
+              "model-1.9 / model-1.10: " + ", ".join(
+                  f"`{r['shape']}` {r.ratio_old:.2f} / {r.ratio:.2f}"
+                  for _, r in traced[traced['shape'].str.startswith('scat')].iterrows())
+              + ". (The other shapes read lines the model takes from the DRAM: 8 sampled "
+              "blocks cannot tell that the grid's loads keep 16 MB in the L2.)",
+              "- `s1`, `s2` (8 or 16 lanes active) are left out of the errors: the branch "
+              "around their load leaves one load in flight per warp (long-scoreboard stalls "
+              "74-86% of the warps' time), so they time the latency, not the path."]
     return lines
 
 
@@ -737,6 +926,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += traces_table(all_runs, h100, per_store)
     lines += l2_ports_table(h100)
     lines += store_shapes_table(h100)
+    lines += load_shapes_table(h100)
     body = "\n".join(lines) + "\n"
     print(body)
     if "--fit" in argv:
@@ -745,6 +935,10 @@ def main(argv: list[str] | None = None) -> int:
         if (STORES / "store_shapes_h100_ncu.csv").is_file():
             fit = fit_store_path(store_shape_rates("store_shapes_h100_sms32", params.store_min_sectors),
                                  store_shape_rates("store_shapes_h100", params.store_min_sectors), h100)
+            print("fitted: " + " ".join(f"{k}={v:.3f}" for k, v in fit.items()))
+        if (LOADS / "load_shapes_h100_ncu.csv").is_file():
+            fit = fit_load_path(load_shape_rates("load_shapes_h100_sms32", 32),
+                                load_shape_rates("load_shapes_h100", 132), h100)
             print("fitted: " + " ".join(f"{k}={v:.3f}" for k, v in fit.items()))
     update_section(SECTION, body)
     return 0

@@ -252,9 +252,17 @@ def persistent_gemms() -> list[str]:
 L1_SECTION = "## Timing model: the L1 under resident warps (model-1.5, bench/bench_model.py --l1)"
 
 #: What ``--l1`` compares: model-1.4's L1, model-1.5's default, and the line-cycle option.
-L1_VARIANTS = (("model-1.4 L1", dict(l1_crowding=False, l1_line_cycles=False)),
-               ("crowding (model-1.5)", dict(l1_crowding=True, l1_line_cycles=False)),
-               ("crowding + line cycles", dict(l1_crowding=True, l1_line_cycles=True)))
+#: model-1.9's load path (sectors at the L1's banks' rate, the L2 shared out per SM up to
+#: it, no read-side bound, no floor): what the sections of the versions before model-1.10
+#: pin, so that they still show what they showed.
+M19_LOADS = dict(l1_line_cycles=False, l2_sm_sectors_per_clk=0.0, l2_read_share=0.0,
+                 l2_read_request_share=0.0, load_instr_clk=0.0)
+_M19_REST = {k: v for k, v in M19_LOADS.items() if k != "l1_line_cycles"}
+L1_VARIANTS = (("model-1.4 L1", dict(l1_crowding=False, l1_line_cycles=False, **_M19_REST)),
+               ("crowding (model-1.5)", dict(l1_crowding=True, l1_line_cycles=False,
+                                             **_M19_REST)),
+               ("crowding + line cycles", dict(l1_crowding=True, l1_line_cycles=True,
+                                               **_M19_REST)))
 
 
 def variant_rows(preps_of, gpu, variants=L1_VARIANTS) -> list[dict]:
@@ -296,8 +304,8 @@ def variant_rows(preps_of, gpu, variants=L1_VARIANTS) -> list[dict]:
 
 SHARING_SECTION = ("## Timing model: what a sampled trace's blocks share (model-1.6, "
                    "bench/bench_model.py --sharing)")
-SHARING_VARIANTS = (("block-count scaling (model-1.5)", dict(sample_sharing=False)),
-                    ("shared lines (model-1.6)", dict(sample_sharing=True)))
+SHARING_VARIANTS = (("block-count scaling (model-1.5)", dict(sample_sharing=False, **M19_LOADS)),
+                    ("shared lines (model-1.6)", dict(sample_sharing=True, **M19_LOADS)))
 
 
 def _paired_sets(keep=lambda name: True) -> list:
@@ -385,8 +393,8 @@ MEMORY_SECTION = ("## Timing model: private rows and loaded DRAM latency (model-
                   "bench/bench_model.py --memory)")
 #: Without model-1.8's writes in a private reuse distance (``--writes``) and model-1.9's
 #: store path (``--stores``), to keep what the section compares: model-1.7's two changes.
-_M17 = dict(private_reuse_counts_writes=False, store_sectors_per_clk=0.0)
-MEMORY_VARIANTS = (("model-1.6", dict(private_reuse=False, dram_queue_latency=0.0)),
+_M17 = dict(private_reuse_counts_writes=False, store_sectors_per_clk=0.0, **M19_LOADS)
+MEMORY_VARIANTS = (("model-1.6", dict(private_reuse=False, dram_queue_latency=0.0, **M19_LOADS)),
                    ("+ private reuse", dict(dram_queue_latency=0.0, **_M17)),
                    ("+ loaded latency (model-1.7)", _M17),
                    ("+ L1 by block (option)", dict(l1_crowding_by_block=True, **_M17)))
@@ -421,7 +429,7 @@ MEMORY_READING = ["", "Reading: private reuse takes the LM-head softmax from 0.3
 WRITES_SECTION = ("## Timing model: the others' output in a private reuse distance "
                   "(model-1.8, bench/bench_model.py --writes)")
 #: Without model-1.9's store path (``--stores``), to keep what the section compares.
-_M18 = dict(store_sectors_per_clk=0.0)
+_M18 = dict(store_sectors_per_clk=0.0, **M19_LOADS)
 WRITES_VARIANTS = (("writes not counted", dict(private_reuse_counts_writes=False, **_M18)),
                    ("counted (model-1.8)", _M18))
 #: The sets private reuse matters in (the tiny sets' rows fit the L2 either way).
@@ -500,26 +508,34 @@ WRITES_READING = ["", "Reading: counting the others' output moves one kernel aga
 
 
 STORES_SECTION = "## Timing model: an SM's stores (model-1.9, bench/bench_model.py --stores)"
-STORES_VARIANTS = (("model-1.8", dict(store_sectors_per_clk=0.0)),
-                   ("model-1.9", dict()),
-                   ("+ store-to-load wait", dict(store_load_ns=157.0)))
+STORES_VARIANTS = (("model-1.8", dict(store_sectors_per_clk=0.0, **M19_LOADS)),
+                   ("model-1.9", M19_LOADS),
+                   ("+ store-to-load wait", dict(store_load_ns=157.0, **M19_LOADS)))
+
+
+def _path_section(gpu, section: str, variants, what: str, path: str, change: str,
+                  kernels: tuple[str, ...]) -> list[str]:
+    """A model change's section: every set with ncu records under each variant, then the
+    kernels it moves, the first two variants side by side."""
+    rows = variant_rows(_paired_sets(), gpu, variants)
+    lines = _variant_table(section, what, rows, [lb for lb, _ in variants],
+                           ("DRAM reads / ncu", "dram", ".2f"))
+    lines += ["", f"Per kernel where {path} moves the error most (launches summed; "
+              f"*error*: mean |model cycles / ncu's - 1|), {change}:", "",
+              "| trace set | kernel | launches | DRAM reads / ncu | error |",
+              "|---|---|---|---|---|"]
+    return lines + _kernel_rows(rows, kernels)
 
 
 def stores_section(gpu) -> list[str]:
     """Every set with ncu records with stores at the L1's rate (model-1.8), through an SM's
     store path and the L2's input port (model-1.9), and with a store's wait on the warp's
     next load as well (an option); and the LM-head softmax's what-ifs with each."""
-    rows = variant_rows(_paired_sets(), gpu, STORES_VARIANTS)
     what = ("and the summed DRAM read bytes over ncu's. The store path's constants come "
             "from `bench/device/store_shapes.cu` (*Memory microbenchmarks*, *The shapes of "
             "a store*), `store_load_ns` (157) from the pointer chase; none from these sets")
-    lines = _variant_table(STORES_SECTION, what, rows, [lb for lb, _ in STORES_VARIANTS],
-                           ("DRAM reads / ncu", "dram", ".2f"))
-    lines += ["", "Per kernel where the store path moves the error most (launches summed; "
-              "*error*: mean |model cycles / ncu's - 1|), model-1.8 -> model-1.9:", "",
-              "| trace set | kernel | launches | DRAM reads / ncu | error |",
-              "|---|---|---|---|---|"]
-    lines += _kernel_rows(rows, STORES_KERNELS)
+    lines = _path_section(gpu, STORES_SECTION, STORES_VARIANTS, what,
+                          "the store path", "model-1.8 -> model-1.9", STORES_KERNELS)
     lines += softmax_table(gpu, STORES_VARIANTS, "The LM-head softmax's what-ifs (as in *the "
                            "others' output in a private reuse distance*), model-1.8 / "
                            "model-1.9 / with the store-to-load wait")
@@ -546,9 +562,30 @@ def l1_section(gpu) -> list[str]:
 L1_READING = ['', "What the three columns say: *crowding* (a warp's L1 reuse of a line only it reads on its SM, judged at the lines the SM's resident warps touch meanwhile) moves the L1 hit rates toward ncu's on every set and is on since model-1.5. Its gain is in the transposing `direct_copy_kernel`s of the Mamba2 sets (`mamba2_lm-paper`: ten 2,048-block launches at 0.44x of ncu's cycles, L1 hit rate 0.70 against ncu's 0.15); its one loss is `mambavision-tiny`'s cutlass `Kernel` GEMMs, which lose L1 hits they did not have on the H100 either but were already timed too slow. *Line cycles* (the L1 serves a 128-byte line a cycle) is what those copies need as well, but it slows the tiny sets' cutlass GEMMs further, so it stays an option (docs/model.md, *Method* step 2). The what-if tables above (*What-ifs against hardware*) were rerun with model-1.5: within 0.2 points of model-1.4 everywhere."]
 
 
+LOADS_SECTION = "## Timing model: an SM's loads (model-1.10, bench/bench_model.py --loads)"
+LOADS_VARIANTS = (("model-1.9", M19_LOADS), ("model-1.10", dict()))
+#: The kernels whose error the load path moves most (bench/RESULTS.md, *an SM's loads*).
+LOADS_KERNELS = ("elementwise_kernel", "CatArrayBatchedCopy", "conv_depthwise2d_forward",
+                 "selective_scan_bwd", "reduce_kernel", "Kernel2")
+
+
+def loads_section(gpu) -> list[str]:
+    """Every set with ncu records with model-1.9's load path and model-1.10's (a line a
+    clock in the L1, an SM's miss path, the L2's read side, a floor per load)."""
+    what = ("and the summed DRAM read bytes over ncu's. The load path's constants come from "
+            "`bench/device/load_shapes.cu` (*Memory microbenchmarks*, *The shapes of a "
+            "load*); none from these sets")
+    return _path_section(gpu, LOADS_SECTION, LOADS_VARIANTS, what, "the load path",
+                         "model-1.9 -> model-1.10", LOADS_KERNELS) + LOADS_READING
+
+
+LOADS_READING = ["", "Reading: model-1.10's load path (a line a clock in the L1, at most 1.99 sectors a clock from the L2 per SM, the L2's read side, for `LDG` loads, as a bound on the kernel, 3.95 clocks at least per load; all from `bench/device/load_shapes.cu`) moves every paper set toward ncu: `mamba1_lm-paper-box` 10.60% -> 9.81% (summed cycles 0.942 -> 0.959), `mamba2_lm-paper-box` 12.33% -> 11.07% (0.962 -> 0.973), `mamba2_lm-paper` 15.77% -> 14.34%, `mamba2_lm-130m` 16.70% -> 13.62% (0.991 -> 1.047). The gain is the transposing `direct_copy` `elementwise_kernel`s (every lane's bf16 in its own line: 18.7% -> 9.4% off on the Mamba2 box set), the `CatArrayBatchedCopy` copies and the selective scan's backward (20.6% -> 11.2%). The cost is the tiny sets' cutlass `Kernel2` GEMMs, already 44-60% too slow, now 54-62% (their generic loads fall in 8 lines for 8 sectors): `mamba2_lm-tiny` 10.10% -> 10.42%, `hybrid_lm-tiny` 8.32% -> 8.53%, `mamba1_lm-tiny` 8.68% -> 8.91%, `graphmamba-tiny` 7.56% -> 7.65%, the fit set 3.93% -> 3.98%. The line rate is measured (a line a clock, hit or miss), so what those GEMMs miss is elsewhere: not found yet (docs/model.md, *Method* step 2). What the per-SM cap changes shows on fewer SMs (*What-ifs against hardware*); at 132 SMs each SM's share of the L2 is already below it."]
+
+
 #: The sections a flag rebuilds alone: flag -> (section title, lines from the H100 description).
 SECTIONS = {"--l1": (L1_SECTION, l1_section), "--sharing": (SHARING_SECTION, sharing_section),
             "--stores": (STORES_SECTION, stores_section),
+            "--loads": (LOADS_SECTION, loads_section),
             "--writes": (WRITES_SECTION, writes_section),
             "--memory": (MEMORY_SECTION, memory_section)}
 

@@ -184,6 +184,12 @@ def test_the_store_path_slows_the_rows_that_write_on_64_sms(runs):
     assert on.model_us[("rows", 64)] == pytest.approx(base.model_us[("rows", 64)], rel=0.02)
 
 
+def _assert_the_params(fit: dict, **tolerance: float) -> None:
+    """Each fitted constant within its tolerance of the one the model uses."""
+    for name, tol in tolerance.items():
+        assert fit[name] == pytest.approx(getattr(DEFAULT_PARAMS, name), abs=tol), name
+
+
 @pytest.fixture(scope="module")
 def shapes():
     return {sms: bench_mem.store_shape_rates(stem, DEFAULT_PARAMS.store_min_sectors)
@@ -193,10 +199,8 @@ def shapes():
 def test_the_store_path_constants_are_the_fit_of_the_store_shapes(shapes):
     h100 = load_gpu("h100")
     fit = bench_mem.fit_store_path(shapes[32], shapes[132], h100)
-    assert fit["store_sectors_per_clk"] == pytest.approx(DEFAULT_PARAMS.store_sectors_per_clk,
-                                                         abs=0.01)
-    assert fit["store_instr_clk"] == pytest.approx(DEFAULT_PARAMS.store_instr_clk, abs=0.1)
-    assert fit["l2_write_share"] == pytest.approx(DEFAULT_PARAMS.l2_write_share, abs=0.01)
+    _assert_the_params(fit, store_sectors_per_clk=0.01, store_instr_clk=0.1,
+                       l2_write_share=0.01)
     # the port in slots is one rate over every shape that fills it; in sectors it is not
     w = shapes[132]
     full = w[w.port >= 85]
@@ -241,7 +245,9 @@ def test_the_model_times_the_store_shapes_own_traces_as_the_h100(shapes):
     assert float(np.abs(on.store_ratio - 1).mean()) < 0.12
     assert on.store_ratio.between(0.75, 1.35).all()
     # stores at the L1's rate: scattered lanes and vector lanes many times too fast
-    off = bench_mem.model_on_store_traces(h100, DEFAULT_PARAMS.with_(store_sectors_per_clk=0.0))
+    # (model-1.9's loads: model-1.10's line a clock slows scat's address loop too)
+    off = bench_mem.model_on_store_traces(
+        h100, bench_mem.MODEL_19_LOADS.with_(store_sectors_per_clk=0.0))
     few = off[off.sms == 32].set_index("shape")
     assert few.store_ratio["scat"] < 0.3 and few.store_ratio["w16"] < 0.4
 
@@ -249,3 +255,53 @@ def test_the_model_times_the_store_shapes_own_traces_as_the_h100(shapes):
 def test_the_store_shapes_repeat_in_another_device_call():
     # the same program and ncu metrics in a later H100 call: every shape within 2%
     assert bench_mem.repeat_spread() < 0.02
+
+
+@pytest.fixture(scope="module")
+def loads():
+    return {sms: bench_mem.load_shape_rates(stem, sms) for stem, sms in bench_mem.LOAD_RUNS}
+
+
+def test_the_load_path_constants_are_the_fit_of_the_load_shapes(loads):
+    h100 = load_gpu("h100")
+    fit = bench_mem.fit_load_path(loads[32], loads[132], h100)
+    _assert_the_params(fit, l2_sm_sectors_per_clk=0.02, load_instr_clk=0.05,
+                       l2_read_share=0.01, l2_read_request_share=0.01)
+    # the L1 holds none of the target's lines, the L2 most of them
+    for t in loads.values():
+        assert t.l1_hit.max() < 0.02
+        assert t[t["shape"].str.startswith("scat")].l2_hit.min() > 0.9
+
+
+def test_an_sms_l1_takes_a_line_a_clock_hit_or_miss(loads):
+    few = loads[32].set_index("shape")
+    for shape in ("scat", "scat16", "scat8", "scat16x2"):
+        assert few.clk[shape] == pytest.approx(few.lines[shape], rel=0.1), shape
+    # half of scat's sectors hitting the L1 (the first run's sequential walk) changes nothing
+    walk = bench_mem.load_shape_rates("load_shapes_h100_walk_sms64", 64).set_index("shape")
+    now = loads[64].set_index("shape")
+    assert walk.l1_hit["scat"] > 0.4 and now.l1_hit["scat"] < 0.02
+    assert walk.clk["scat"] == pytest.approx(now.clk["scat"], rel=0.03)
+
+
+def test_the_models_load_path_follows_the_h100_on_every_shape_and_sm_count(loads):
+    h100 = load_gpu("h100")
+    errs, errs_old = [], []
+    for sms, t in loads.items():
+        full = t[t.lanes == 32]
+        hw = full.clk.to_numpy()
+        errs += list(np.abs(bench_mem.load_path_clk(full, DEFAULT_PARAMS, h100) / hw - 1))
+        errs_old += list(np.abs(bench_mem.load_path_clk(full, bench_mem.MODEL_19_LOADS, h100)
+                                / hw - 1))
+    assert len(errs) == 33
+    assert np.mean(errs) < 0.08 and np.max(errs) < 0.2
+    assert np.mean(errs_old) > 0.4  # sectors at the L1's rate: scattered loads 4x too fast
+
+
+def test_the_model_times_the_scattered_loads_own_traces_as_the_h100():
+    # 8 blocks of each launch traced in the grid of 32 SMs: SM 0's clocks per load
+    on = bench_mem.model_on_load_traces(load_gpu("h100")).set_index("shape")
+    assert len(on) == 13
+    scat = on[on.index.str.startswith("scat")]
+    assert scat.ratio.between(0.9, 1.1).all()
+    assert on.ratio_old["scat"] < 0.3

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 
-def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int):
+def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int, totals_len: int | None = None):
     """Every lane of a warp loads 4 bytes; the warps sweep n_lines 128-byte lines twice."""
-    from simfront.sim.model.cache import HASH_MIX, CacheState, new_line_owners, simulate_memory
+    from simfront.sim.model.cache import (HASH_MIX, N_TOTALS, CacheState, new_line_owners,
+                                          simulate_memory)
     from simfront.sim.model.decode import K_LOAD_GLOBAL
 
     n = 2 * n_lines
@@ -24,7 +25,7 @@ def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int):
     l2 = CacheState.make(1, l2_sets, l2_ways, HASH_MIX)
     fill = np.full(l2.tags.shape, -1, np.int64)
     outs = [np.zeros(n, np.int32) for _ in range(5)]
-    tot = np.zeros(7, np.int64)
+    tot = np.zeros(N_TOTALS if totals_len is None else totals_len, np.int64)
     # one warp per block, one warp resident per cache: reuse distances are as traced
     simulate_memory(kind, tb, np.zeros(n, np.int64), np.full(n, -1, np.int64), width, off,
                     addrs, np.arange(n, dtype=np.int64) % 4, l1.tags, l1.valid, l1.dirty,
@@ -88,3 +89,14 @@ def test_store_slots_count_a_line_of_one_or_two_sectors_as_two():
     assert out[-1] == 0  # a load takes no store slots
     store_slots(kind, width, off, np.concatenate(addrs).astype(np.int64), 5, 7, 1, out)
     assert out[list(shapes).index("scat")] == 32
+
+
+def test_a_short_totals_array_is_refused_not_overrun():
+    # numba does not check bounds: simulate_memory must refuse a totals array it would
+    # write past (the read requests and sectors in entries 8 and 9)
+    from simfront.sim.model.cache import N_TOTALS
+    with pytest.raises(ValueError, match="N_TOTALS"):
+        _stream_twice(64, 16, 32, totals_len=N_TOTALS - 3)
+    # every load reads one whole line from the L2: a request and four sectors each
+    tot, _ = _stream_twice(64, 16, 32)
+    assert tot[8] == 2 * 64 and tot[9] == 2 * 64 * 4 == tot[2]

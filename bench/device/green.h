@@ -1,12 +1,14 @@
 // Helpers of the device microbenchmarks that run in a green context (a per-process SM
-// subset: the L2 and DRAM stay whole), shared by mem_rows.cu and l2_ports.cu. The includer
-// defines CK (its CUDA runtime error check) first.
+// subset: the L2 and DRAM stay whole), shared by mem_rows.cu, l2_ports.cu and the shapes
+// benchmarks. The includer defines CK (its CUDA runtime error check) first.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <vector>
 
 #define CKD(x) do { CUresult e = (x); if (e != CUDA_SUCCESS) { const char* m; \
   cuGetErrorString(e, &m); fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, m); exit(1); } } while (0)
@@ -39,4 +41,26 @@ template <class F> static float time_ms(cudaStream_t s, F launch) {
   launch();
   CK(cudaStreamSynchronize(s));
   return std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The stream and SM count of a shapes microbenchmark (store_shapes.cu, load_shapes.cu):
+// argv[2] SMs of a green context (0 or none: the whole GPU), or with SHAPE_SMS=N in the
+// environment the grid a green context of N SMs would get, on the whole GPU (NVBit cannot
+// trace inside a green context: bench/device/trace_rows.sh).
+static cudaStream_t shapes_stream(int argc, char** argv, int* sms) {
+  const int want = argc > 2 ? atoi(argv[2]) : 0;
+  cudaStream_t st = sm_stream(want, sms);
+  const char* shape = getenv("SHAPE_SMS");
+  if (want == 0 && shape && atoi(shape) > 0) *sms = atoi(shape);
+  return st;
+}
+
+// One CSV row of a shapes microbenchmark: what a warp instruction touches, the launch, and
+// the median of its timed runs (sorts ms).
+static void print_shape_row(const char* name, int lines, int sectors_per_line, int lanes,
+                            int blocks, long instructions, std::vector<float>& ms) {
+  std::sort(ms.begin(), ms.end());
+  printf("%s,%d,%d,%d,%d,%ld,%.4f\n", name, lines, sectors_per_line, lanes, blocks,
+         instructions, ms[ms.size() / 2]);
+  fflush(stdout);
 }

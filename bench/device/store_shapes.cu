@@ -96,13 +96,8 @@ static void launch_shape(int s, cudaStream_t st, int blocks, char* t, unsigned m
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 5;
-  const int want_sms = argc > 2 ? atoi(argv[2]) : 0;
   int sms;
-  cudaStream_t st = sm_stream(want_sms, &sms);
-  // SHAPE_SMS=N: the grid a green context of N SMs would get, on the whole GPU (NVBit
-  // cannot trace inside a green context: bench/device/trace_rows.sh).
-  const char* shape = getenv("SHAPE_SMS");
-  if (want_sms == 0 && shape && atoi(shape) > 0) sms = atoi(shape);
+  cudaStream_t st = shapes_stream(argc, argv, &sms);
   const size_t bytes = 16u << 20;
   const unsigned mask = (unsigned)(bytes / 128) - 1;
   char* t; CK(cudaMalloc(&t, bytes + 32 * 128));  // scat reaches 31 lines past the mask
@@ -116,11 +111,9 @@ int main(int argc, char** argv) {
     std::vector<float> ms;
     for (int r = 0; r < reps; ++r)
       ms.push_back(time_ms(st, [&] { launch_shape(s, st, blocks, t, mask, iters); }));
-    std::sort(ms.begin(), ms.end());
     const ShapeInfo& k = kShapes[s];
-    printf("%s,%d,%d,%d,%d,%ld,%.4f\n", k.name, k.lines, k.sectors_per_line, k.lanes, blocks,
-           (long)blocks * 8 * iters, ms[ms.size() / 2]);
-    fflush(stdout);
+    print_shape_row(k.name, k.lines, k.sectors_per_line, k.lanes, blocks,
+                    (long)blocks * 8 * iters, ms);
   }
   return 0;
 }

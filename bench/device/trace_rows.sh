@@ -9,15 +9,17 @@
 # a block's instructions and addresses do not depend on where it runs.
 #   bash bench/device/trace_rows.sh          (KIND=rowsw: the rows whose last pass writes;
 #                                             KIND=stores: bench/device/store_shapes.cu's
-#                                             stores, every shape, as store_shapes.sh runs them)
+#                                             stores, every shape, as store_shapes.sh runs them;
+#                                             KIND=loads: load_shapes.cu's loads likewise)
 # Carry: .carry/nvbit/core (NVBit's public core, to build the tracer there). Writes
 # $OUT/KIND_traces.tar (KIND_smsN/: trace sets) and $OUT/KIND_smsN.err (the tracer's log).
 set -u
 R=$PWD; T=${TMPDIR:-/tmp}; mkdir -p $OUT; K=${KIND:-rows}
 NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc)
-if [ "$K" = stores ]; then
-  $NVCC -O3 -arch=sm_90 -o $T/prog bench/device/store_shapes.cu -lcuda || exit 1
-  PROG="$T/prog 1 0"; REGEX='store_op<'; KERNELS=12
+if [ "$K" = stores ] || [ "$K" = loads ]; then
+  P=${K%s}  # store / load
+  $NVCC -O3 -arch=sm_90 -o $T/prog bench/device/${P}_shapes.cu -lcuda || exit 1
+  PROG="$T/prog 1 0"; REGEX="${P}_op<"; KERNELS=13
 else
   $NVCC -O3 -arch=sm_90 -o $T/prog bench/device/mem_rows.cu -lcuda || exit 1
   PROG="$T/prog 1 0 $K"; REGEX='^rows\('; KERNELS=8

@@ -327,6 +327,10 @@ def _private_reuse(valid, dirty, c, s, w, private, age, hit, line, bit, co_warps
     return False, written
 
 
+#: Entries of simulate_memory's ``totals`` (its docstring says what each holds).
+N_TOTALS = 10
+
+
 @numba.njit(cache=True)
 def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mod,
                     l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
@@ -343,7 +347,9 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
     skipped. Outputs per row: deepest level (0 L1/shared, 1 L2, 2 DRAM), sectors requested,
     sectors sent to L2, sectors read from DRAM, shared-memory wavefronts.
     ``totals``: [l1 accesses, l1 hits, l2 accesses, l2 hits, dram read sectors,
-    dram write sectors, l2 read hits on lines an earlier kernel left].
+    dram write sectors, l2 read hits on lines an earlier kernel left, (7: the caller's),
+    l2 read requests of global loads (per instruction, the lines it reads from the L2), their
+    l2 read sectors].
 
     Blocks are simulated one after another, but the blocks of one wave (``wave_blocks``
     blocks: every SM full) run at the same time: an L2 hit on a line that another block of
@@ -380,6 +386,8 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
     transposing copy's 64 resident warps each touch 32 lines per load, so the four loads a
     warp makes of the same sectors find them evicted about half the time.
     """
+    if totals.shape[0] < N_TOTALS:  # numba does not check bounds: a short array corrupts
+        raise ValueError("simulate_memory: totals needs N_TOTALS entries")
     n = kind.shape[0]
     secs = np.empty(256, np.int64)
     words = np.empty(128, np.int64)
@@ -442,6 +450,7 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
         nl2 = 0
         nd = 0
         last_line = np.int64(-1)
+        last_read = np.int64(-1)
         for q in range(u.shape[0]):
             sec = u[q]
             line = sec >> (line_shift - sector_shift)
@@ -479,6 +488,11 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
             # to the L2
             nl2 += 1
             totals[2] += 1
+            if k == K_LOAD_GLOBAL:  # what load_shapes.cu measured: LDG, not LDGSTS/TMA
+                totals[9] += 1
+                if line != last_read:  # a request per line (the sectors u holds are sorted)
+                    totals[8] += 1
+                    last_read = line
             hit2, ev, s2, w2, age2 = _access(l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock,
                                              0, line, bit, write or rmw, True, l2_hash)
             totals[5] += ev

@@ -88,7 +88,7 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
            op_pipe, op_kind, op_lat, op_ii, op_span, pipe_units,
            lat_l1, lat_shared, lat_l2, lat_dram, lat_const, lat_barrier, lat_store_load,
            block_start,
-           l1_sectors_per_clk, store_sectors_per_clk, store_instr_clk,
+           l1_sectors_per_clk, store_sectors_per_clk, store_instr_clk, load_instr_clk,
            l2_bytes_per_clk, dram_bytes_per_clk,
            sector_bytes,
            stall, pipe_busy, issued_pipe, warp_cycles):
@@ -103,7 +103,9 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
     (``slots``, ``cache.store_slots``) of stores and reductions an SM sends to the L2 per
     clock, which hold the SM's memory path as long, at least ``store_instr_clk`` an
     instruction; loads behind them wait. 0: the L1's rate. (The L2's input port, which the
-    whole GPU's stores share, is a bound on the kernel: ``simulate.memory_bounds``.)
+    whole GPU's stores share, is a bound on the kernel: ``simulate.memory_bounds``.) A
+    global load holds the L1 for its sector slots at ``l1_sectors_per_clk``, at least
+    ``load_instr_clk``.
     """
     P = sub_partitions
     W = warps_per_block
@@ -259,6 +261,8 @@ def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, i
                     if store_sectors_per_clk > 0 and (k == K_STORE_GLOBAL or k == K_REDUCTION) \
                             and ns > 0:
                         l1_free = t1 + max(store_instr_clk, slots[i] / store_sectors_per_clk)
+                    elif k == K_LOAD_GLOBAL and ns > 0:
+                        l1_free = t1 + max(load_instr_clk, ns / l1_sectors_per_clk)
                     else:
                         l1_free = t1 + ns / l1_sectors_per_clk
                     t2 = t1

@@ -103,12 +103,28 @@ class ModelParams:
     #: Judge the L1 reuse of lines only one block reads on its SM, as private reuse does
     #: the L2's (by the warp that touched the line last), rather than of lines one warp reads.
     l1_crowding_by_block: bool = False
-    #: The L1 takes a cycle per 128-byte line a global access touches (``cache``):
-    #: uncoalesced lanes cost a line each, not a quarter of one. Off by default: it brings
-    #: the paper sets' scattered copies nearer ncu, but slows the cutlass GEMMs of the tiny
-    #: sets, which the model already times too slow (bench/RESULTS.md, *the L1 under
-    #: resident warps*).
-    l1_line_cycles: bool = False
+    #: The L1 takes a cycle per 128-byte line a global access touches (``cache``), hit or
+    #: miss: uncoalesced lanes cost a line each, not a quarter of one. Measured on the H100
+    #: (bench/device/load_shapes.cu): loads of 8, 16 or 32 lines of a sector each take 1.0-
+    #: 1.1 clocks a line on 32 SMs, and as long with half of them hitting the L1.
+    l1_line_cycles: bool = True
+    #: An SM's L1 takes at most this many sectors a clock from the L2 (its miss path): 16-
+    #: byte lanes and lines read whole, on 32 SMs where the L2 has room (load_shapes.cu,
+    #: fitted by bench/bench_mem.py --fit); 0: the L1's banks.
+    l2_sm_sectors_per_clk: float = 1.99
+    #: The fewest clocks a global load instruction holds the SM's L1, whatever it reads
+    #: (a whole line, bf16 lanes, two lines of a sector: 3.6-4.2 clocks each on 32 SMs,
+    #: load_shapes.cu; bench/bench_mem.py --fit); 0: none.
+    load_instr_clk: float = 3.95
+    #: The L2's read side, whole GPU, as shares of the model's L2 bandwidth in sectors a
+    #: clock (160 on the H100), for ``LDG`` loads (what was measured; not LDGSTS or TMA):
+    #: sectors (120 a clock: loads of whole lines or of two sectors a line on 132 SMs)
+    #: and requests, a line each (68 a clock: loads of one sector a line, which take 1.75
+    #: sectors' time there); bounds on the kernel
+    #: (``simulate.memory_bounds``) like ``l2_write_share``. Fitted on load_shapes.cu
+    #: (bench/bench_mem.py --fit); 0: no such bound.
+    l2_read_share: float = 0.75
+    l2_read_request_share: float = 0.43
     #: Extrapolate a sampled trace's DRAM reads by what its blocks share along each grid
     #: dimension it spans in part (``sharing``): the heads of a Triton SSD kernel re-read
     #: the same B and C, which scaling by block count counts once per head. Needs a trace

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simfront.errors import TraceFormatError
-from simfront.sim.model.cache import (HASH_LINEAR, CacheState, global_bytes, l2_state,
+from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, global_bytes, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
                                       simulate_memory, store_slots)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
@@ -93,14 +93,19 @@ def dram_load_latency(base: float, load: float, gpu, params: ModelParams) -> flo
 
 
 def memory_bounds(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
-                  l2_per_clk: float, port_slots_per_clk: float = 0.0) -> tuple[float, float]:
+                  l2_per_clk: float, port_slots_per_clk: float = 0.0,
+                  read_sectors_per_clk: float = 0.0,
+                  read_requests_per_clk: float = 0.0) -> tuple[float, float]:
     """The whole GPU's DRAM and L2 bandwidth bounds, in clocks, of a trace pass's totals
-    (``cache.simulate_memory``): DRAM sectors read and written; L2 sectors, or the stores'
-    slots through the L2's input port (``totals[7]``, ``cache.store_slots``) where that is
-    longer (``port_slots_per_clk`` 0: no port)."""
+    (``cache.simulate_memory``): DRAM sectors read and written; L2 sectors, or where one is
+    longer the stores' slots through the L2's input port (``totals[7]``,
+    ``cache.store_slots``), the reads' sectors (``totals[9]``) or their requests, a line
+    each (``totals[8]``), through the L2's read side (a rate of 0: no such bound)."""
     t_l2 = float(totals[2]) * sector_bytes / l2_per_clk
-    if port_slots_per_clk > 0:
-        t_l2 = max(t_l2, float(totals[7]) / port_slots_per_clk)
+    for n, rate in ((totals[7], port_slots_per_clk), (totals[9], read_sectors_per_clk),
+                    (totals[8], read_requests_per_clk)):
+        if rate > 0:
+            t_l2 = max(t_l2, float(n) / rate)
     return float(totals[4] + totals[5]) * sector_bytes / dram_per_clk, t_l2
 
 
@@ -110,15 +115,25 @@ def port_slots_per_clk(gpu, params: ModelParams) -> float:
     return params.l2_write_share * bandwidths(gpu, params)["l2"] / gpu.l2.sector.bytes
 
 
+def read_rates(gpu, params: ModelParams) -> tuple[float, float]:
+    """The L2's read side, whole GPU: sectors a clock (``l2_read_share`` of the L2's
+    bandwidth) and requests a clock, a line each (``l2_read_request_share`` of it)."""
+    sectors = bandwidths(gpu, params)["l2"] / gpu.l2.sector.bytes
+    return params.l2_read_share * sectors, params.l2_read_request_share * sectors
+
+
 def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
     """Bytes per core clock, whole GPU: DRAM (times the sustainable share), L2, and the
-    most one SM's L1 can take in per clock."""
+    most one SM's L1 can take in per clock from beyond it (its banks, or the miss path's
+    ``l2_sm_sectors_per_clk`` where that is less)."""
     core = gpu.clocks.core.hz
     ch = gpu.dram.channels
     l2 = gpu.l2.banks(ch) * gpu.l2.port_width.bytes * gpu.clocks.l2.hz / core
+    l1_sm = float(gpu.sm.l1.l1_banks * gpu.sm.l1.sector.bytes)
+    if params.l2_sm_sectors_per_clk > 0:
+        l1_sm = min(l1_sm, params.l2_sm_sectors_per_clk * gpu.sm.l1.sector.bytes)
     return {"dram": gpu.dram.bandwidth.bytes_per_s / core * params.dram_efficiency,
-            "l2": l2,
-            "l1_sm": float(gpu.sm.l1.l1_banks * gpu.sm.l1.sector.bytes)}
+            "l2": l2, "l1_sm": l1_sm}
 
 
 #: The most ways a simulated L1 set has: a more associative L1 (the H100 description's 4
@@ -244,8 +259,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     l2_co_warps = min(B, wave_blocks) * W
     sector_shift = int(math.log2(gpu.l2.sector.bytes))
     line_shift = int(math.log2(gpu.l2.line.bytes))
-    # [0-6]: cache.simulate_memory's; [7]: the stores' slots (cache.store_slots)
-    totals = np.zeros(8, np.int64)
+    # [0-6, 8, 9]: cache.simulate_memory's; [7]: the stores' slots (cache.store_slots)
+    totals = np.zeros(N_TOTALS, np.int64)
     pipe_counts = np.zeros(N_PIPES, np.float64)
     n_instr = 0.0
     n_thread = 0.0
@@ -516,7 +531,7 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
                 int(round(params.store_load_ns * gpu.clocks.core.hz / 1e9)),
                 int(params.block_start_cycles),
                 float(sm.l1.l1_banks), float(params.store_sectors_per_clk),
-                float(params.store_instr_clk), l2_share,
+                float(params.store_instr_clk), float(params.load_instr_clk), l2_share,
                 dram_share, float(gpu.l2.sector.bytes),
                 stall, pipe_busy, issued_pipe, warp_cycles))
         return t, stall, pipe_busy, issued_pipe, warp_cycles
@@ -524,7 +539,7 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
     t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],
-                                 port_slots_per_clk(gpu, params))
+                                 port_slots_per_clk(gpu, params), *read_rates(gpu, params))
     # writes weigh more than reads in the wait they make reads take (bench/bench_mem.py)
     t_queue = float(prep.totals[4] + params.dram_queue_write_weight * prep.totals[5]) \
         * sector / bw["dram"]

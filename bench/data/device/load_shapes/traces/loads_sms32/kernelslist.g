@@ -1,0 +1,13 @@
+kernel-2.traceg.xz
+kernel-4.traceg.xz
+kernel-6.traceg.xz
+kernel-8.traceg.xz
+kernel-10.traceg.xz
+kernel-12.traceg.xz
+kernel-14.traceg.xz
+kernel-16.traceg.xz
+kernel-18.traceg.xz
+kernel-20.traceg.xz
+kernel-22.traceg.xz
+kernel-24.traceg.xz
+kernel-26.traceg.xz
