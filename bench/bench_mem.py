@@ -658,6 +658,19 @@ def load_shape_rates(stem: str, sms: int) -> pd.DataFrame:
     return out
 
 
+def load_repeat_spread() -> float:
+    """The largest relative difference in clocks per load instruction between the
+    load_shapes run and its repeat in a later call, over every shape on 132 and 32 SMs."""
+    out = 0.0
+    for stem, sms in (("load_shapes_h100", 132), ("load_shapes_h100_sms32", 32)):
+        a = load_shape_rates(stem, sms)
+        b = load_shape_rates(stem.replace("h100", "h100_repeat"), sms)
+        if list(a["shape"]) != list(b["shape"]):
+            raise ValueError(f"{LOADS}: {stem} and its repeat hold other shapes")
+        out = max(out, float(np.abs(b.clk / a.clk - 1).max()))
+    return out
+
+
 def fit_load_path(few: pd.DataFrame, whole: pd.DataFrame, gpu) -> dict[str, float]:
     """The load path's constants from the shapes. On few SMs (the L2 has room): an SM's
     sectors a clock from the L2 (least squares through the origin on the shapes that read
@@ -809,6 +822,10 @@ def load_shapes_table(gpu) -> list[str]:
                   for _, r in traced[traced['shape'].str.startswith('scat')].iterrows())
               + ". (The other shapes read lines the model takes from the DRAM: 8 sampled "
               "blocks cannot tell that the grid's loads keep 16 MB in the L2.)",
+              f"- Repeated in a later call (`bash bench/device/load_shapes.sh chk 32`, its files "
+              f"renamed `load_shapes_h100_repeat*`, the program rebuilt after a refactor of "
+              f"its host code): every shape's clocks within {load_repeat_spread():.1%} of the "
+              "first run's, on 132 and 32 SMs.",
               "- `s1`, `s2` (8 or 16 lanes active) are left out of the errors: the branch "
               "around their load leaves one load in flight per warp (long-scoreboard stalls "
               "74-86% of the warps' time), so they time the latency, not the path."]
