@@ -39,8 +39,7 @@ from simfront.gpu import load_gpu
 from simfront.paths import REPO_ROOT
 from simfront.sim.model.cache import survival_probability
 from simfront.sim.model.params import DEFAULT_PARAMS
-from simfront.sim.model.simulate import (bandwidths, memory_latencies, port_slots_per_clk,
-                                        read_rates)
+from simfront.sim.model.simulate import bandwidths, l2_side_rates, memory_latencies
 from simfront.stats.ncu import read_ncu_csv
 
 SECTION = "## Memory microbenchmarks: the L2 that private rows find, and loaded DRAM latency (bench/bench_mem.py)"
@@ -428,14 +427,20 @@ STORE_RUNS = (("store_shapes_h100", 132), ("store_shapes_h100_sms64", 64),
 STORE_TRACES = STORES / "traces"
 
 
+def shape_run(folder: Path, stem: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A shapes microbenchmark's run: its own rows (``STEM.csv``, the shape columns kept) and
+    ncu's records of the same launches (``STEM_ncu.csv``), one per shape, in order."""
+    runs = pd.read_csv(folder / f"{stem}.csv")
+    ncu = read_ncu_csv(folder / f"{stem}_ncu.csv")
+    if len(ncu) != len(runs):
+        raise ValueError(f"{folder / stem}: {len(runs)} shapes, {len(ncu)} ncu records")
+    return runs[["shape", "lines", "sectors_per_line", "lanes"]].copy(), ncu
+
+
 def store_shape_rates(stem: str, min_sectors: int) -> pd.DataFrame:
     """One store_shapes run: per shape, its sector slots (``cache.store_slots``), clocks per
     store instruction per SM, and the L2 input port's busy share (ncu)."""
-    runs = pd.read_csv(STORES / f"{stem}.csv")
-    ncu = read_ncu_csv(STORES / f"{stem}_ncu.csv")
-    if len(ncu) != len(runs):
-        raise ValueError(f"{STORES / stem}: {len(runs)} shapes, {len(ncu)} ncu records")
-    out = runs[["shape", "lines", "sectors_per_line", "lanes"]].copy()
+    out, ncu = shape_run(STORES, stem)
     out["sms"] = ncu["launch__sm_count"].to_numpy(int)
     out["slots"] = out.lines * np.maximum(out.sectors_per_line, min_sectors)
     instr = ncu["smsp__inst_executed_op_global_st.sum"].to_numpy(float)
@@ -462,24 +467,29 @@ def fit_store_path(few: pd.DataFrame, whole: pd.DataFrame, gpu) -> dict[str, flo
             "l2_write_share": port / l2_sectors}
 
 
-def repeat_spread() -> float:
-    """The largest relative difference in clocks per store instruction between the first
-    store_shapes run and its repeat, over every shape on 132 and 32 SMs."""
+def _repeat_spread(rates_of, stems) -> float:
+    """The largest relative difference in clocks per instruction between each run
+    (``rates_of(stem)``) and its repeat (``h100`` -> ``h100_repeat`` in the stem)."""
     out = 0.0
-    for stem in ("store_shapes_h100", "store_shapes_h100_sms32"):
-        a = store_shape_rates(stem, DEFAULT_PARAMS.store_min_sectors)
-        b = store_shape_rates(stem.replace("h100", "h100_repeat"), DEFAULT_PARAMS.store_min_sectors)
+    for stem in stems:
+        a, b = rates_of(stem), rates_of(stem.replace("h100", "h100_repeat"))
         if list(a["shape"]) != list(b["shape"]):
-            raise ValueError(f"{STORES}: {stem} and its repeat hold other shapes")
+            raise ValueError(f"{stem} and its repeat hold other shapes")
         out = max(out, float(np.abs(b.clk / a.clk - 1).max()))
     return out
+
+
+def repeat_spread() -> float:
+    """The first store_shapes run against its repeat, every shape on 132 and 32 SMs."""
+    return _repeat_spread(lambda stem: store_shape_rates(stem, DEFAULT_PARAMS.store_min_sectors),
+                          ("store_shapes_h100", "store_shapes_h100_sms32"))
 
 
 def store_path_clk(slots: np.ndarray, sms: np.ndarray, params, gpu) -> np.ndarray:
     """The model's clocks per store instruction where every SM stores all the time: an SM's
     store path (issue.run_sm: its slots at the path's rate, at least the floor) or the
     whole GPU's slots through the L2's input port (simulate.memory_bounds), the longer."""
-    port = port_slots_per_clk(gpu, params) / sms
+    port = l2_side_rates(gpu, params)[0] / sms
     return np.maximum(np.maximum(params.store_instr_clk, slots / params.store_sectors_per_clk),
                       slots / port)
 
@@ -643,11 +653,7 @@ LOAD_RUNS = (("load_shapes_h100", 132), ("load_shapes_h100_sms64", 64),
 def load_shape_rates(stem: str, sms: int) -> pd.DataFrame:
     """One load_shapes run: per shape, the sectors one instruction reads, clocks per load
     instruction per SM, and the L1's and the L2's hit rates (ncu)."""
-    runs = pd.read_csv(LOADS / f"{stem}.csv")
-    ncu = read_ncu_csv(LOADS / f"{stem}_ncu.csv")
-    if len(ncu) != len(runs):
-        raise ValueError(f"{LOADS / stem}: {len(runs)} shapes, {len(ncu)} ncu records")
-    out = runs[["shape", "lines", "sectors_per_line", "lanes"]].copy()
+    out, ncu = shape_run(LOADS, stem)
     out["sms"] = sms
     out["sectors"] = out.lines * out.sectors_per_line
     instr = ncu["smsp__inst_executed_op_global_ld.sum"].to_numpy(float)
@@ -659,16 +665,10 @@ def load_shape_rates(stem: str, sms: int) -> pd.DataFrame:
 
 
 def load_repeat_spread() -> float:
-    """The largest relative difference in clocks per load instruction between the
-    load_shapes run and its repeat in a later call, over every shape on 132 and 32 SMs."""
-    out = 0.0
-    for stem, sms in (("load_shapes_h100", 132), ("load_shapes_h100_sms32", 32)):
-        a = load_shape_rates(stem, sms)
-        b = load_shape_rates(stem.replace("h100", "h100_repeat"), sms)
-        if list(a["shape"]) != list(b["shape"]):
-            raise ValueError(f"{LOADS}: {stem} and its repeat hold other shapes")
-        out = max(out, float(np.abs(b.clk / a.clk - 1).max()))
-    return out
+    """The load_shapes run against its repeat in a later call, every shape on 132 and 32
+    SMs."""
+    return _repeat_spread(lambda stem: load_shape_rates(stem, 32 if "sms32" in stem else 132),
+                          ("load_shapes_h100", "load_shapes_h100_sms32"))
 
 
 def fit_load_path(few: pd.DataFrame, whole: pd.DataFrame, gpu) -> dict[str, float]:
@@ -705,7 +705,7 @@ def load_path_clk(t: pd.DataFrame, params, gpu) -> np.ndarray:
     l1 = t.lines * (gpu.l2.line.bytes // sector) / banks if params.l1_line_cycles \
         else t.sectors / banks
     share = np.minimum(bw["l2"] / t.sms, bw["l1_sm"]) / sector
-    rs, rq = read_rates(gpu, params)
+    _, rs, rq = l2_side_rates(gpu, params)
     gpu_side = np.maximum(t.sectors * t.sms / rs if rs else 0.0,
                           t.lines * t.sms / rq if rq else 0.0)
     sm_side = np.maximum(np.maximum(l1, params.load_instr_clk), t.sectors / share)

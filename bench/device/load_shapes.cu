@@ -1,9 +1,9 @@
 // What a warp's load costs its SM when it misses the L1 and hits the L2, by shape: how many
 // lines and sectors one load instruction asks for. The paper steps' transposing copies
-// (PyTorch's elementwise_kernel on a strided view: every lane's bf16 in its own line) take
-// about twice the model's time with the L1 and the L2 far from full (bench/RESULTS.md,
-// *The shapes of a load*); these shapes tell the line, the sector and the lane apart, as
-// store_shapes.cu does for stores.
+// (PyTorch's elementwise_kernel on a strided view: every lane's bf16 in its own line) took
+// up to twice model-1.9's time on the H100 (ncu; bench/RESULTS.md, *an SM's loads*);
+// these shapes tell the line, the sector and the lane apart, as store_shapes.cu does for
+// stores.
 //
 // Every kernel loads in a loop over a 16 MB target that stays in the L2 (first touch
 // outside the timing), 8 blocks of 256 threads per SM, one load instruction per iteration,

@@ -16,8 +16,7 @@ from __future__ import annotations
 from simfront.sim.model.decode import PIPE_INDEX
 from simfront.sim.model.issue import REASONS
 from simfront.sim.model.params import ModelParams
-from simfront.sim.model.simulate import (KernelRun, memory_bounds, port_slots_per_clk,
-                                        read_rates)
+from simfront.sim.model.simulate import KernelRun
 
 #: Stall columns of the record (``stall_<name>``), shares of the kernel's cycles.
 STALL_COLUMNS = ("launch", "idle", "dependency", "memory_latency", "dram_bandwidth",
@@ -31,8 +30,7 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     t = run.prep.totals
     dram_read = float(t[4] * sector)
     dram_write = float(t[5] * sector)
-    t_dram, t_l2 = memory_bounds(t, sector, run.dram_bytes_per_clk, run.l2_bytes_per_clk,
-                                 port_slots_per_clk(gpu, params), *read_rates(gpu, params))
+    t_dram, t_l2 = run.t_dram, run.t_l2
     # The work scale (a sampled trace's census over its traced blocks' share) stretches
     # SM 0's time as a whole; busy and occupancy are ratios within the simulated run.
     t_sim = float(run.t_sm)

@@ -120,9 +120,8 @@ class ModelParams:
     #: clock (160 on the H100), for ``LDG`` loads (what was measured; not LDGSTS or TMA):
     #: sectors (120 a clock: loads of whole lines or of two sectors a line on 132 SMs)
     #: and requests, a line each (68 a clock: loads of one sector a line, which take 1.75
-    #: sectors' time there); bounds on the kernel
-    #: (``simulate.memory_bounds``) like ``l2_write_share``. Fitted on load_shapes.cu
-    #: (bench/bench_mem.py --fit); 0: no such bound.
+    #: sectors' time there); bounds on the kernel (``simulate.memory_bounds``) like
+    #: ``l2_write_share``. Fitted on load_shapes.cu (bench/bench_mem.py --fit); 0: none.
     l2_read_share: float = 0.75
     l2_read_request_share: float = 0.43
     #: Extrapolate a sampled trace's DRAM reads by what its blocks share along each grid

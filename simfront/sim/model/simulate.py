@@ -64,8 +64,8 @@ class KernelRun:
     warp_cycles: float
     timed_blocks: int
     timed_instructions: int
-    l2_bytes_per_clk: float
-    dram_bytes_per_clk: float
+    t_dram: float               # the whole GPU's DRAM bound, clocks (memory_bounds)
+    t_l2: float                 # its L2 bound: sectors, store port, read side
     wall_s: float = 0.0
 
 
@@ -109,17 +109,13 @@ def memory_bounds(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
     return float(totals[4] + totals[5]) * sector_bytes / dram_per_clk, t_l2
 
 
-def port_slots_per_clk(gpu, params: ModelParams) -> float:
-    """The L2's input port, in store slots a clock, whole GPU (``l2_write_share`` of the L2
-    bandwidth in sectors)."""
-    return params.l2_write_share * bandwidths(gpu, params)["l2"] / gpu.l2.sector.bytes
-
-
-def read_rates(gpu, params: ModelParams) -> tuple[float, float]:
-    """The L2's read side, whole GPU: sectors a clock (``l2_read_share`` of the L2's
-    bandwidth) and requests a clock, a line each (``l2_read_request_share`` of it)."""
+def l2_side_rates(gpu, params: ModelParams) -> tuple[float, float, float]:
+    """The L2's ports, whole GPU, as shares of its bandwidth in sectors a clock: the input
+    port in store slots (``l2_write_share``), the read side in sectors
+    (``l2_read_share``) and in requests, a line each (``l2_read_request_share``)."""
     sectors = bandwidths(gpu, params)["l2"] / gpu.l2.sector.bytes
-    return params.l2_read_share * sectors, params.l2_read_request_share * sectors
+    return (params.l2_write_share * sectors, params.l2_read_share * sectors,
+            params.l2_read_request_share * sectors)
 
 
 def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
@@ -539,7 +535,7 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
     t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],
-                                 port_slots_per_clk(gpu, params), *read_rates(gpu, params))
+                                 *l2_side_rates(gpu, params))
     # writes weigh more than reads in the wait they make reads take (bench/bench_mem.py)
     t_queue = float(prep.totals[4] + params.dram_queue_write_weight * prep.totals[5]) \
         * sector / bw["dram"]
@@ -571,5 +567,5 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
         prep=prep, occ=occ, t_sm=t_sm, stall=stall, pipe_busy=pipe_busy,
         issued_pipe=issued_pipe, warp_cycles=float(warp_cycles[0]),
         timed_blocks=n_timed_blocks, timed_instructions=int(cols["op"].shape[0]),
-        l2_bytes_per_clk=bw["l2"], dram_bytes_per_clk=bw["dram"],
+        t_dram=t_dram, t_l2=t_l2,
         wall_s=time.perf_counter() - t0)
