@@ -278,7 +278,8 @@ def test_a_transposing_copy_misses_in_the_l1_as_on_the_h100(h100, ncu_rows):
     k = TraceSet(PAPER).kernel("kernel-53387")
     hw = ncu_rows["kernel-53387"]
     assert float(hw["l1_hit_rate"]) < 0.2
-    sectors = DEFAULT_PARAMS.with_(l1_line_cycles=False)  # the L1 at 4 sectors a clock
+    # the L1 at 4 sectors a clock, and all 256 KB of it (model-1.10's carve-out rule)
+    sectors = DEFAULT_PARAMS.with_(l1_line_cycles=False, l1_carveout_headroom=0.0)
     before = simulate_kernel(k, h100, params=sectors.with_(l1_crowding=False), cache=False)
     crowded = simulate_kernel(k, h100, params=sectors, cache=False)
     assert before["l1_hit_rate"] > 0.65
@@ -287,11 +288,16 @@ def test_a_transposing_copy_misses_in_the_l1_as_on_the_h100(h100, ncu_rows):
     # crowding brings it nearer the H100's 20,000 cycles, the L1's line a clock (on since
     # model-1.10, measured by bench/device/load_shapes.cu) nearer still
     assert before["cycles"] < crowded["cycles"] < float(hw["cycles"])
+    lines = simulate_kernel(k, h100, params=DEFAULT_PARAMS.with_(l1_carveout_headroom=0.0),
+                            cache=False)
+    assert crowded["cycles"] < lines["cycles"]
+    # model-1.11: the driver carves 32 KB out for this kernel (ncu), and in the 224 KB left
+    # the L1 keeps what the H100 keeps; every line it misses costs the L2's read side a
+    # request, which is what bounds it
     now = simulate_kernel(k, h100, cache=False)
-    assert crowded["cycles"] < now["cycles"]
-    # 0.73x of it: the L1 still keeps 0.41 of the sectors where the H100 keeps 0.15, and
-    # every line the L1 misses costs the L2's read side a request (model-1.10)
-    assert 0.65 * float(hw["cycles"]) < now["cycles"] < float(hw["cycles"])
+    assert lines["l1_hit_rate"] > 0.3 and now["l1_hit_rate"] < 0.25
+    assert lines["cycles"] < now["cycles"]
+    assert 0.75 * float(hw["cycles"]) < now["cycles"] < float(hw["cycles"])
 
 
 def _l1_rereads(co_warps: int, second_warp_same_lines: bool, line_cycles: bool = False):

@@ -47,6 +47,11 @@ class GPU:
     raw: simulator options passed through unchanged (Accel-Sim option name without the
     leading '-', to its value); the escape hatch for what the description cannot say.
     They override what the writer derives and are validated like everything else.
+
+    empty_kernel_ns: what a kernel that does nothing lasts in a stream, as CUPTI times it
+        in a step: the front end's fixed cost per kernel (launch and drain), which no other
+        field holds. The H200 takes 0.32 us less than the H100 (bench/device/launch_cost.py).
+        None: the H100's.
     """
 
     name: str
@@ -57,6 +62,7 @@ class GPU:
     clocks: Clocks
     interconnect: Interconnect
     raw: tuple[tuple[str, str], ...] = ()
+    empty_kernel_ns: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (YAML/JSON-able); sizes and clocks as strings with units."""

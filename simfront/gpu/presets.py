@@ -127,6 +127,9 @@ def h100() -> GPU:
         clocks=Clocks(core=Frequency.mhz(1980), interconnect=Frequency.mhz(1980),
                       l2=Frequency.mhz(1980)),
         interconnect=Interconnect(model="xbar", flit_size=40, subnets=2, buffer=256),
+        # [MEAS] torch.cuda._sleep(0) in a stream, CUPTI: median 896 ns of 300
+        # (bench/device/launch_cost.py; bench/data/device/launch_cost/)
+        empty_kernel_ns=896.0,
     )
 
 

@@ -159,6 +159,9 @@ def validate_description(gpu: GPU, pipes_used: "Iterable[str] | None" = None) ->
                    f"{', '.join(PARTITION_INDEXING)}", "dram.partition_indexing")
     if gpu.interconnect.model not in ("xbar", "booksim"):
         raise _err("interconnect model must be 'xbar' or 'booksim'", "interconnect.model")
+    if gpu.empty_kernel_ns is not None and not gpu.empty_kernel_ns > 0:
+        raise _err(f"empty_kernel_ns must be positive, got {gpu.empty_kernel_ns}",
+                   "empty_kernel_ns")
 
 
 # ------------------------------------------------------------------ entry point

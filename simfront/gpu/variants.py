@@ -53,6 +53,9 @@ VARIANT_PARAMS: dict[str, VariantParam] = {p.name: p for p in (
                  "stay."),
     VariantParam("clock", "frequency", "SM core clock (e.g. '1755 MHz'); interconnect and "
                  "L2 clocks scale by the same factor, the DRAM clock stays."),
+    VariantParam("empty_kernel_ns", "number", "What a kernel that does nothing lasts in a "
+                 "stream, in ns: the front end's fixed cost per kernel (H100 896, H200 576: "
+                 "bench/device/launch_cost.py)."),
     VariantParam("raw", "mapping", "Raw Accel-Sim options (name without '-', value), "
                  "merged over the description's own; validated like the rest."),
 )}
@@ -101,6 +104,12 @@ def with_variants(gpu: GPU, **params: Any) -> GPU:
         out = _with_dram_bandwidth(out, params["dram_bandwidth"])
     if "l2_size" in params:
         out = _with_l2_size(out, params["l2_size"])
+    if "empty_kernel_ns" in params:
+        v = params["empty_kernel_ns"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise _fail(f"empty_kernel_ns must be a positive number of ns, got {v!r}",
+                        "empty_kernel_ns")
+        out = out.replace(empty_kernel_ns=float(v))
     if "tensor_vector_ratio" in params:
         target = parse_ratio(params["tensor_vector_ratio"])
         if mode == "scale_vector":

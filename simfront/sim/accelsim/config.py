@@ -59,7 +59,7 @@ RAW_MARK = "# simfront-raw"
 EXTRA_PATHS = (
     "name", "sm.registers.max_per_thread", "sm.pipes.fp16", "sm.pipes.lsu",
     "sm.tensor.fma_per_clk", "sm.tensor.mma_sync_share", "sm.hmma_dtype", "sm.l1.sector", "l2.sector", "dram.kind",
-    "dram.capacity", "dram.stacks", "dram.channels_per_stack",
+    "dram.capacity", "dram.stacks", "dram.channels_per_stack", "empty_kernel_ns",
 )
 
 # Accel-Sim's specialized units by number (fixed by its opcode maps).
@@ -681,6 +681,8 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
                 "buffer": int(opts.get("icnt_in_buffer_limit", "64")),
             },
             "raw": dict(raw or {}),
+            # Accel-Sim has no front end to give it: a file of ours says it, else the base's
+            "empty_kernel_ns": (extra or {}).get("empty_kernel_ns", b.get("empty_kernel_ns")),
         }
     except (ValueError, IndexError, KeyError) as exc:
         raise ConfigError(f"cannot read Accel-Sim options: {exc!r}", path=source) from exc

@@ -17,6 +17,12 @@ class ModelParams:
     #: memory flush). Calibrated: tiny kernels take ~4,500 elapsed cycles of which ~700 are
     #: SM-active.
     launch_cycles: float = 3800.0
+    #: The GPU ``launch_cycles`` was fitted on: what an empty kernel lasts there in a stream
+    #: (the H100's ``empty_kernel_ns``). A GPU whose description says otherwise takes the
+    #: difference, in its core clocks, on every kernel (``combine.launch_cycles``): the
+    #: H200's front end is 0.32 us quicker, which every sub-2-us kernel of the paper steps
+    #: shows (0.22 us median; bench/device/launch_cost.py).
+    empty_kernel_ref_ns: float = 896.0
     #: DRAM load-to-use beyond the description's L2 hit latency plus DRAM access latency,
     #: in nanoseconds (cold TLBs after ncu's cache flush, the memory controller's queues,
     #: the crossbar); calibrated.
@@ -108,6 +114,14 @@ class ModelParams:
     #: (bench/device/load_shapes.cu): loads of 8, 16 or 32 lines of a sector each take 1.0-
     #: 1.1 clocks a line on 32 SMs, and as long with half of them hitting the L1.
     l1_line_cycles: bool = True
+    #: The shared-memory carve-out the driver picks, as a multiple of what the resident
+    #: blocks hold (their shared memory and the 1 KB each the runtime reserves, kernels
+    #: without shared memory too): the smallest carve-out of at least this. ncu's
+    #: ``launch__shared_mem_config_size`` over the shipped sets' launches: 2 picks the
+    #: driver's carve-out for 74% of them, the rule before (the blocks' own shared memory
+    #: only, none for kernels without) for 19%; a 2,048-block copy runs with 32 KB carved
+    #: out, an L1 of 224 KB, not 256 (``occupancy.l1_bytes``). 0: that rule before.
+    l1_carveout_headroom: float = 2.0
     #: An SM's L1 takes at most this many sectors a clock from the L2 (its miss path): 16-
     #: byte lanes and lines read whole, on 32 SMs where the L2 has room (load_shapes.cu,
     #: fitted by bench/bench_mem.py --fit); 0: the L1's banks.

@@ -226,7 +226,7 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     sm0_blocks = -(-B // S)
     sm = gpu.sm
 
-    l1 = _l1_state(active, l1_bytes(ln, occ, gpu), gpu)
+    l1 = _l1_state(active, l1_bytes(ln, occ, gpu, params.l1_carveout_headroom), gpu)
     if l2 is None:
         carried, l2 = None, l2_state(gpu)
         clock_before = 0
