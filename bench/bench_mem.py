@@ -30,6 +30,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from model_versions import M19_LOADS, M110_L1  # bench/model_versions.py, beside this script
 from results_md import update_section  # bench/results_md.py, beside this script
 
 import numpy as np
@@ -640,11 +641,9 @@ def store_traces_table(gpu) -> list[str]:
 
 LOADS = REPO_ROOT / "bench" / "data" / "device" / "load_shapes"
 LOAD_TRACES = LOADS / "traces" / "loads_sms32"
-#: model-1.9's load path: sectors at the L1's banks' rate, the L2 shared out per SM up to
-#: the banks' rate, no read-side bound, no floor
-MODEL_19_LOADS = DEFAULT_PARAMS.with_(l1_line_cycles=False, l2_sm_sectors_per_clk=0.0,
-                                      l2_read_share=0.0, l2_read_request_share=0.0,
-                                      load_instr_clk=0.0)
+#: model-1.9's load path and model-1.10's model, as the load tables were made
+MODEL_19_LOADS = DEFAULT_PARAMS.with_(**M19_LOADS)
+MODEL_110 = DEFAULT_PARAMS.with_(**M110_L1)
 #: The runs of bench/device/load_shapes.sh: (stem, SMs).
 LOAD_RUNS = (("load_shapes_h100", 132), ("load_shapes_h100_sms64", 64),
              ("load_shapes_h100_sms32", 32))
@@ -733,7 +732,7 @@ def model_on_load_traces(gpu) -> pd.DataFrame:
         if tuple(k.header.grid)[0] != 8 * 32:
             raise ValueError(f"{LOAD_TRACES}: {h['shape']} has grid {k.header.grid}")
         clk = {}
-        for label, params in (("new", DEFAULT_PARAMS), ("old", MODEL_19_LOADS)):
+        for label, params in (("new", MODEL_110), ("old", MODEL_19_LOADS)):
             rec = simulate_kernel(k, g, params=params, cache=False)
             clk[label] = rec["sim_sm_cycles"] * rec["sim_work_scale"] / per_sm
         out.append({"shape": h["shape"], "hw_clk": h.clk, "model_clk": clk["new"],

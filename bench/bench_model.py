@@ -42,6 +42,7 @@ import sys
 import time
 from pathlib import Path
 
+from model_versions import M19_LOADS, M110_L1  # bench/model_versions.py, beside this script
 from results_md import update_section  # bench/results_md.py, beside this script
 
 import numpy as np
@@ -252,11 +253,6 @@ def persistent_gemms() -> list[str]:
 L1_SECTION = "## Timing model: the L1 under resident warps (model-1.5, bench/bench_model.py --l1)"
 
 #: What ``--l1`` compares: model-1.4's L1, model-1.5's default, and the line-cycle option.
-#: model-1.9's load path (sectors at the L1's banks' rate, the L2 shared out per SM up to
-#: it, no read-side bound, no floor): what the sections of the versions before model-1.10
-#: pin, so that they still show what they showed.
-M19_LOADS = dict(l1_line_cycles=False, l2_sm_sectors_per_clk=0.0, l2_read_share=0.0,
-                 l2_read_request_share=0.0, load_instr_clk=0.0)
 _M19_REST = {k: v for k, v in M19_LOADS.items() if k != "l1_line_cycles"}
 L1_VARIANTS = (("model-1.4 L1", dict(l1_crowding=False, l1_line_cycles=False, **_M19_REST)),
                ("crowding (model-1.5)", dict(l1_crowding=True, l1_line_cycles=False,
@@ -563,7 +559,7 @@ L1_READING = ['', "What the three columns say: *crowding* (a warp's L1 reuse of 
 
 
 LOADS_SECTION = "## Timing model: an SM's loads (model-1.10, bench/bench_model.py --loads)"
-LOADS_VARIANTS = (("model-1.9", M19_LOADS), ("model-1.10", dict()))
+LOADS_VARIANTS = (("model-1.9", M19_LOADS), ("model-1.10", M110_L1))
 #: The kernels whose error the load path moves most (bench/RESULTS.md, *an SM's loads*).
 LOADS_KERNELS = ("elementwise_kernel", "CatArrayBatchedCopy", "conv_depthwise2d_forward",
                  "selective_scan_bwd", "reduce_kernel", "Kernel2")
@@ -584,7 +580,7 @@ LOADS_READING = ["", "Reading: model-1.10's load path (a line a clock in the L1,
 
 CARVEOUT_SECTION = ("## Timing model: the L1 beside shared memory (model-1.11, "
                     "bench/bench_model.py --carveout)")
-CARVEOUT_VARIANTS = (("model-1.10", dict(l1_carveout_headroom=0.0)), ("model-1.11", dict()))
+CARVEOUT_VARIANTS = (("model-1.10", M110_L1), ("model-1.11", dict()))
 #: The kernels whose error the carve-out moves most (bench/RESULTS.md, *the L1 beside shared
 #: memory*).
 CARVEOUT_KERNELS = ("elementwise_kernel", "CatArrayBatchedCopy", "reduce_kernel",
