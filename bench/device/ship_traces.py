@@ -50,7 +50,10 @@ SETS = (("mamba2_tiny", "mamba2_lm", "tiny", Sampling(1, 32), (), "mamba2_lm-tin
         ("mamba2_paper_box", "mamba2_lm", "paper", Sampling.parse("box:8"), (),
          "mamba2_lm-paper-box"),
         ("mamba1_paper_box", "mamba1_lm", "paper", Sampling.parse("box:8"), (),
-         "mamba1_lm-paper-box"))
+         "mamba1_lm-paper-box"),
+        # the 130M Mamba2 step with box sampling and dedup (the first:8 set traces one head)
+        ("mamba2_130m_box", "mamba2_lm", "130m", Sampling.parse("box:8"), (),
+         "mamba2_lm-130m-box"))
 TRACER_SHA256: str | None = None
 MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "cuda": "13.0"}
 
