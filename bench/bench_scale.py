@@ -12,7 +12,8 @@ The CUPTI kernel time of the unprofiled step (``whatif/h100-all``) is given besi
 Run: ``python bench/bench_scale.py [--no-balance]``; updates its section of bench/RESULTS.md
 and writes its figures to bench/figures/. The balance part reads
 ``experiments/.sweeps/seqlen_balance/results.h5`` (``simfront sweep run
-experiments/seqlen_balance.yaml``) when it is there.
+experiments/seqlen_balance.yaml``) when it is there; ``--no-balance`` keeps the balance
+table RESULTS.md holds.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import update_section  # bench/results_md.py, beside this script
+from results_md import RESULTS, update_section  # bench/results_md.py, beside this script
 
 import numpy as np
 import pandas as pd
@@ -196,6 +197,20 @@ def _f(v, fmt="{:.3f}") -> str:
     return "" if v is None or (isinstance(v, float) and not np.isfinite(v)) else fmt.format(v)
 
 
+BALANCE_HEADING = "### The balance answer along sequence length (experiments/seqlen_balance.yaml)"
+
+
+def kept_balance(results: Path = RESULTS) -> list[str]:
+    """The balance subsection RESULTS.md holds now, so that a run without the sweep
+    (``--no-balance``) leaves it as the sweep that made it wrote it."""
+    text = results.read_text() if results.is_file() else ""
+    start = text.find(BALANCE_HEADING)
+    if start < 0:
+        return []
+    ends = [i for i in (text.find("\n## ", start), text.find("\nFigures: ", start)) if i >= 0]
+    return [""] + text[start:min(ends) if ends else len(text)].rstrip("\n").split("\n")
+
+
 def render(acc: list[dict], chars: pd.DataFrame, bal: pd.DataFrame | None,
            figs: list[Path], wall: float) -> str:
     lines = [SECTION, "",
@@ -238,10 +253,11 @@ def render(acc: list[dict], chars: pd.DataFrame, bal: pd.DataFrame | None,
                      f"{r['gemm_share']:.1%} | {r['ssm_share']:.1%} | "
                      f"{_f(r['mixed_vector_bound'], '{:.0%}')} | {_f(r['non_gemm_ai'], '{:.2f}')} "
                      f"| {r['top']} | {r['how']} |")
-    if bal is not None:
-        lines += ["", "### The balance answer along sequence length "
-                  "(experiments/seqlen_balance.yaml)", "",
-                  "Model kernel-time speedup over the H100's 16:1 (model as of the hash above; "
+    if bal is None:
+        lines += kept_balance()
+    else:
+        lines += ["", BALANCE_HEADING, "",
+                  "Model kernel-time speedup over the H100's 16:1 (the sweep's own records, "
                   "`simfront sweep run experiments/seqlen_balance.yaml`):", "",
                   "| sequence length | knee | speedup at 32:1 | at 8:1 | at 4:1 | best (ratio) "
                   "| stops paying from |", "|---|---|---|---|---|---|---|"]
