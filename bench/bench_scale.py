@@ -52,8 +52,8 @@ SIZE_SETS = (("mamba2_lm-tiny", "Mamba2"), ("mamba2_lm-paper", "Mamba2"),
              ("mamba2_lm-130m", "Mamba2"), ("mamba1_lm-tiny", "Mamba1"),
              ("mamba1_lm-paper", "Mamba1"), ("mamba1_lm-130m", "Mamba1"))
 #: sets whose hardware truth is a per-configuration profile: the model is compared on them
-NEW_SETS = ("mamba2_lm-130m", "mamba2_lm-130m-box", "mamba1_lm-130m", "mamba2_lm-paper-L512", "mamba2_lm-paper-L1024",
-            "mamba2_lm-paper-L4096", "mamba2_lm-paper-L8192")
+NEW_SETS = ("mamba2_lm-130m", "mamba2_lm-130m-box", "mamba1_lm-130m", "mamba2_lm-paper-L512",
+            "mamba2_lm-paper-L1024", "mamba2_lm-paper-L4096", "mamba2_lm-paper-L8192")
 
 
 def manifest(trace_dir: Path) -> dict:
