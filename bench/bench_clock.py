@@ -81,8 +81,27 @@ def nvjet_atomics(trace_dir: Path) -> dict[str, tuple[str, int]]:
     return out
 
 
+def hw_ratios(trace_dir: Path, labels: list[str]) -> dict[str, list[str]]:
+    """Per trace file: the hardware's time under each condition over the whole GPU's, for
+    launches both timelines pair exactly (the timelines only: no model run)."""
+    from simfront.analysis.whatif import BASE, EXACT, pair_timeline, read_timeline, trace_launches
+
+    trace = trace_launches(trace_dir)
+    base_tl, _ = read_timeline(trace_dir, BASE)
+    base = pair_timeline(trace, base_tl)
+    out: dict[str, list[str]] = {}
+    for label in labels:
+        tl, _ = read_timeline(trace_dir, label)
+        cond = pair_timeline(trace, tl)
+        for i, f in enumerate(trace.file):
+            if base.match.iat[i] == EXACT and cond.match.iat[i] == EXACT:
+                r = tl.time_us.iat[cond.tl.iat[i]] / base_tl.time_us.iat[base.tl.iat[i]]
+                out.setdefault(f, []).append(f"{r:.2f}")
+    return out
+
+
 def scheduler_table() -> list[str]:
-    from simfront.analysis.whatif import available_conditions, compare
+    from simfront.analysis.whatif import available_conditions
 
     rows = ["| set | GEMM | launches | global atomics a launch | 96 / 64 / 32 SMs, hardware "
             "time ratio |", "|---|---|---|---|---|"]
@@ -91,12 +110,8 @@ def scheduler_table() -> list[str]:
         if not d.is_dir():
             continue
         atom = nvjet_atomics(d)
-        ratios: dict[str, list[str]] = {}
-        conds = [c for c in ("h100-sms96", "h100-sms64", "h100-sms32")
-                 if c in available_conditions(d)]
-        for r in compare(d, conditions=conds):
-            for f, hb, hc in zip(r.exact.file, r.exact.hw_base_us, r.exact.hw_cond_us):
-                ratios.setdefault(f, []).append(f"{hc / hb:.2f}")
+        ratios = hw_ratios(d, [c for c in ("h100-sms96", "h100-sms64", "h100-sms32")
+                               if c in available_conditions(d)])
         by_name: dict[str, list] = {}
         for f, (name, n) in atom.items():
             by_name.setdefault(name, []).append((n, " / ".join(ratios.get(f, []))))
