@@ -14,7 +14,6 @@ Run: ``python bench/bench_clock.py``; updates its section of bench/RESULTS.md.
 
 from __future__ import annotations
 
-import io
 import lzma
 import math
 import sys
@@ -25,6 +24,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from results_md import update_section  # noqa: E402  (bench/results_md.py)
+
+from simfront.stats.ncu import read_ncu_csv  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "device"
 TRACES = Path(__file__).resolve().parents[1] / "traces"
@@ -37,16 +38,6 @@ BASE_SMS = 132
 # 50280 x 768 in 192x192 tiles.
 GEMM_TILES = {"192x128": math.ceil(8192 / 192) * math.ceil(768 / 128),
               "192x192": math.ceil(50280 / 192) * math.ceil(768 / 192)}
-
-
-def read_ncu(path: Path) -> pd.DataFrame:
-    """ncu's raw CSV page (its log lines dropped, the units row skipped), numbers parsed."""
-    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("==")]
-    d = pd.read_csv(io.StringIO("\n".join(lines)), skiprows=[1], thousands=",")
-    for c in d.columns:
-        if "__" in c:
-            d[c] = pd.to_numeric(d[c].astype(str).str.replace(",", ""), errors="coerce")
-    return d
 
 
 def static_waves(tiles: int, grid: int, sms: int) -> tuple[float, float]:
@@ -138,7 +129,7 @@ def schedule_table(ncu: pd.DataFrame) -> tuple[list[str], dict]:
     g = ncu.groupby(["tile", "sms"]).agg(
         name=("Kernel Name", "first"), cycles=("gpc__cycles_elapsed.max", "median"),
         smmax=("sm__cycles_active.max", "median"), smsum=("sm__cycles_active.sum", "median"),
-        ns=("gpu__time_duration.sum", "median"), grid=("launch__grid_size", "first"))
+        s=("gpu__time_duration.sum", "median"), grid=("launch__grid_size", "first"))
     rows = ["| GEMM (tiles) | SMs | clock (ncu) | cycles / 132 SMs' | static waves | whole tiles "
             "| busiest SM / mean, measured | static waves |", "|---|---|---|---|---|---|---|---|"]
     fit = {}
@@ -151,7 +142,7 @@ def schedule_table(ncu: pd.DataFrame) -> tuple[list[str], dict]:
             imb = r.smmax / (r.smsum / sms)
             ratio = r.cycles / base.cycles
             fit[(tile, sms)] = (ratio, s_max / b_static, imb, s_max / s_mean)
-            rows.append(f"| `{r['name'][:44]}` ({t}) | {sms} | {r.cycles / r.ns:.3f} GHz "
+            rows.append(f"| `{r['name'][:44]}` ({t}) | {sms} | {r.cycles / r.s / 1e9:.3f} GHz "
                         f"| {ratio:.2f} | {s_max / b_static:.2f} "
                         f"| {whole_tiles(t, sms) / whole_tiles(t, BASE_SMS):.2f} "
                         f"| {imb:.3f} | {s_max / s_mean:.3f} |")
@@ -160,28 +151,26 @@ def schedule_table(ncu: pd.DataFrame) -> tuple[list[str], dict]:
 
 def copy_table(ncu: pd.DataFrame, tags: pd.DataFrame) -> list[str]:
     ncu = ncu[ncu["launch__grid_size"] == 28672]
-    tags = tags[tags["l1tex__t_set_accesses_pipe_lsu_mem_global_op_ld.sum"] > 0]
+    lookups = tags[tags["launch__grid_size"] == 28672].groupby("launch__sm_count")[
+        "l1tex__t_set_accesses_pipe_lsu_mem_global_op_ld.sum"].median()
     rows = ["| SMs | us (ncu) | SM active cycles | lines looked up per SM | lines a clock "
             "| L1 sector hits | misses + hits / 2, a clock |", "|---|---|---|---|---|---|---|"]
-    tag_by_sms = dict(zip(ncu.drop_duplicates("launch__sm_count")["launch__sm_count"],
-                          tags["l1tex__t_set_accesses_pipe_lsu_mem_global_op_ld.sum"]))
     for sms, g in ncu.groupby("launch__sm_count", sort=False):
         active = g["sm__cycles_active.avg"].median()
-        lines = g["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"].median() / sms
+        lines = lookups[sms] / sms   # a tag lookup a line: each lane reads its own
         hit = (g["l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum"]
                / g["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]).median()
-        assert abs(tag_by_sms.get(sms, lines * sms) / sms - lines) < 1, "lines != tag lookups"
-        rows.append(f"| {sms} | {g['gpu__time_duration.sum'].median() / 1e3:.1f} | {active:,.0f} "
-                    f"| {lines:,.0f} | {lines / active:.2f} | {hit:.0%} "
+        rows.append(f"| {sms} | {g['gpu__time_duration.sum'].median() * 1e6:.1f} "
+                    f"| {active:,.0f} | {lines:,.0f} | {lines / active:.2f} | {hit:.0%} "
                     f"| {lines * (1 - hit / 2) / active:.2f} |")
     return rows
 
 
 def main() -> int:
     dvfs = pd.read_csv(DATA / "dvfs" / "dvfs.csv")
-    gemm = read_ncu(DATA / "dvfs" / "lmhead_ncu.csv")
-    copy = read_ncu(DATA / "copy_l1" / "ncu.csv")
-    tags = read_ncu(DATA / "copy_l1" / "ncu_tags.csv")
+    gemm = read_ncu_csv(DATA / "dvfs" / "lmhead_ncu.csv")
+    copy = read_ncu_csv(DATA / "copy_l1" / "ncu.csv")
+    tags = read_ncu_csv(DATA / "copy_l1" / "ncu_tags.csv")
     sched, _ = schedule_table(gemm)
     body = [SECTION, "",
             "`python bench/bench_clock.py`, from two H100 calls of 2026-11-24 (`bash bench/device/"
@@ -255,9 +244,10 @@ READING = [
     "the kernels whose tensor pipe ncu finds at least 90% busy, taken from the ncu clocks "
     "above by the SMs the kernel keeps busy: 96 SMs -1.5% and -1.3%, 64-SM MAPE 8.24% and "
     "8.14%, 32 SMs -2.5% and 0.0%. The clock for every kernel with tensor work makes every "
-    "SM count worse (the SSD kernels' what-ifs, already too low, fall further): the clocks "
-    "a step's kernels run at are not the isolated kernels' that ncu shows, and a clock "
-    "model needs them measured in the stream. Next: the static schedule in the model "
+    "SM count worse (the SSD kernels' what-ifs, already below the hardware's, fall further), "
+    "so ncu's isolated clocks do not carry over to a step's kernels as they are; their "
+    "clocks in the step were not measured, and a clock model needs them. Next: the "
+    "static schedule in the model "
     "(a persistent grid with no global atomic in its traced CTAs), and the step's clocks "
     "on fewer SMs.",
     "- **An SM's L1 looks up more than a line a clock when the lines hit.** The copy keeps "
