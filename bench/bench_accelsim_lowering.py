@@ -34,9 +34,9 @@ from simfront.paths import REPO_ROOT
 from simfront.sim.accelsim.isa_compat import scan_opcodes
 from simfront.sim.accelsim.runner import AccelSimBackend
 from simfront.sim.backend import SimJob
-from simfront.sim.model.combine import combine
+from simfront.sim.model.api import timed_record
 from simfront.sim.model.params import DEFAULT_PARAMS
-from simfront.sim.model.simulate import prepare_kernel, time_prepared
+from simfront.sim.model.simulate import prepare_kernel
 from simfront.sim.model.validation import Pair, pair_launches, read_ncu
 from simfront.stats.matching import mape, pearson
 from simfront.traces.reader import TraceSet
@@ -88,8 +88,7 @@ def run_set(name: str, gpu, backend: AccelSimBackend, work: Path) -> pd.DataFram
         wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
         rec = res.records[0] if res.records else {}
         k = (res.provenance.get("isa_compat") or {}).get("kernels", {}).get(f, {})
-        model = combine(time_prepared(prepare_kernel(p.kernel, gpu, p.launch), gpu,
-                                      DEFAULT_PARAMS), gpu, DEFAULT_PARAMS)
+        model = timed_record(prepare_kernel(p.kernel, gpu, p.launch), gpu, DEFAULT_PARAMS)
         rows.append({"set": name, "file": f, "kernel": p.kernel.header.name[:40],
                      "ncu_cycles": float(p.row["cycles"]), "model_cycles": model["cycles"],
                      "accelsim_cycles": rec.get("cycles") if res.ok else float("nan"),

@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-from model_versions import M19_LOADS, M110_L1  # bench/model_versions.py, beside this script
+from model_versions import M19_LOADS, M110_L1, M111  # bench/model_versions.py, beside this script
 from results_md import update_section  # bench/results_md.py, beside this script
 
 import numpy as np
@@ -51,9 +51,9 @@ import pandas as pd
 from simfront.errors import TraceFormatError
 from simfront.gpu import load_gpu
 from simfront.paths import REPO_ROOT, repo_dir, shared_dir
-from simfront.sim.model.combine import combine
+from simfront.sim.model.api import timed_record
 from simfront.sim.model.params import DEFAULT_PARAMS
-from simfront.sim.model.simulate import prepare_kernel, time_prepared
+from simfront.sim.model.simulate import prepare_kernel
 from simfront.sim.model.validation import pair_launches, read_ncu
 from simfront.stats.matching import mape, pearson
 
@@ -93,7 +93,7 @@ def prepare_set(trace_dir: Path, ncu_path: Path, gpu):
 def model_cycles(preps, gpu, params) -> pd.DataFrame:
     rows = []
     for p, prep in preps:
-        rec = combine(time_prepared(prep, gpu, params), gpu, params)
+        rec = timed_record(prep, gpu, params)
         rows.append({"kernel": p.kernel.path.name.split(".")[0],
                      "name": str(p.row["short_name"])[:34], "grid": p.row["grid"],
                      "block": p.row["block"], "ncu_cycles": float(p.row["cycles"]),
@@ -277,7 +277,7 @@ def variant_rows(preps_of, gpu, variants=L1_VARIANTS) -> list[dict]:
                     prep = prepare_kernel(p.kernel, gpu, p.launch, params)
                 except TraceFormatError:  # the partial set's last file ends mid-kernel
                     continue
-                rec = combine(time_prepared(prep, gpu, params), gpu, params)
+                rec = timed_record(prep, gpu, params)
                 m.append(rec["cycles"])
                 n.append(float(p.row["cycles"]))
                 hw = p.row.get("l1_hit_rate")
@@ -580,7 +580,7 @@ LOADS_READING = ["", "Reading: model-1.10's load path (a line a clock in the L1,
 
 CARVEOUT_SECTION = ("## Timing model: the L1 beside shared memory (model-1.11, "
                     "bench/bench_model.py --carveout)")
-CARVEOUT_VARIANTS = (("model-1.10", M110_L1), ("model-1.11", dict()))
+CARVEOUT_VARIANTS = (("model-1.10", M110_L1), ("model-1.11", M111))
 #: The kernels whose error the carve-out moves most (bench/RESULTS.md, *the L1 beside shared
 #: memory*).
 CARVEOUT_KERNELS = ("elementwise_kernel", "CatArrayBatchedCopy", "reduce_kernel",
@@ -602,11 +602,35 @@ def carveout_section(gpu) -> list[str]:
 CARVEOUT_READING = ["", "Reading: with the driver's carve-out (model-1.11) the L1 of a kernel without shared memory is 192-248 KB, not 256, and the transposing `direct_copy` `elementwise_kernel`s keep about what the H100 keeps (the 2,048-block one: L1 hit rate 0.17 against ncu's 0.15, 0.36 before; its misses load the L2's read side, which bounds it): their error goes 9.4% -> 7.5% on the Mamba2 box set and 13.5% -> 10.3% on `mamba2_lm-130m`, and the paper sets' MAPE from 11.07% to 10.81% (`mamba2_lm-paper-box`), 14.34% to 14.17% (`mamba2_lm-paper`), 13.62% to 12.78% (`mamba2_lm-130m`). The tiny sets lose 0.05-0.2 points (`mamba2_lm-tiny` 10.42% -> 10.62%, `hybrid_lm-tiny` 8.53% -> 8.67%, `mamba1_lm-tiny` 8.91% -> 8.96%), all of it the cutlass `Kernel2` GEMMs, already 55-60% too slow and now 56-66%: the miss of their own found under model-1.10, not found yet. On 64 SMs the Mamba2 box step's per-launch ratio MAPE goes 8.4% -> 8.0% (warm; *What-ifs against hardware*)."]
 
 
+CLOCK_SECTION = ("## Timing model: static tile schedules and kernel clocks (model-1.12, "
+                 "bench/bench_model.py --clock)")
+CLOCK_VARIANTS = (("model-1.11", M111), ("model-1.12", dict()),
+                  ("static schedules alone", dict(kernel_clocks=False)))
+#: The kernels model-1.12 moves: the persistent GEMMs (schedule, clock) and the SSD kernels
+#: (clock alone)
+CLOCK_KERNELS = ("nvjet_sm90_tst_192x128", "nvjet_sm90_tst_192x192", "nvjet_sm90_tst_160x256",
+                 "nvjet_sm90_tst_96x128", "_chunk_scan_fwd", "_chunk_state_fwd")
+
+
+def clock_section(gpu) -> list[str]:
+    """Every set with ncu records with model-1.11 (persistent grids all dynamic, every kernel
+    at the core clock), with the static schedules alone, and model-1.12 (the schedules and
+    each kernel timed at its clock)."""
+    what = ("and the summed DRAM read bytes over ncu's. ncu counts cycles at the clock each "
+            "kernel ran at, so the clock moves cycles only through what a lower clock leaves "
+            "of the memory latencies; the limits are fitted on ncu's clocks of the Mamba2 "
+            "paper step on 132/96/64/32 SMs (*The SM clock in a step*), not on these cycles")
+    return _path_section(gpu, CLOCK_SECTION, CLOCK_VARIANTS, what,
+                         "the schedules and clocks", "model-1.11 -> model-1.12",
+                         CLOCK_KERNELS)
+
+
 #: The sections a flag rebuilds alone: flag -> (section title, lines from the H100 description).
 SECTIONS = {"--l1": (L1_SECTION, l1_section), "--sharing": (SHARING_SECTION, sharing_section),
             "--stores": (STORES_SECTION, stores_section),
             "--loads": (LOADS_SECTION, loads_section),
             "--carveout": (CARVEOUT_SECTION, carveout_section),
+            "--clock": (CLOCK_SECTION, clock_section),
             "--writes": (WRITES_SECTION, writes_section),
             "--memory": (MEMORY_SECTION, memory_section)}
 

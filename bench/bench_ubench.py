@@ -43,10 +43,10 @@ from simfront.analysis.categories import short_name
 from simfront.gpu import load_gpu
 from simfront.paths import REPO_ROOT
 from simfront.sim.model.backend import MODEL_VERSION
-from simfront.sim.model.combine import combine
+from simfront.sim.model.api import timed_record
 from simfront.sim.model.decode import PIPE_INDEX, build_optable, pipe_timing
 from simfront.sim.model.params import DEFAULT_PARAMS
-from simfront.sim.model.simulate import prepare_kernel, time_prepared
+from simfront.sim.model.simulate import prepare_kernel
 from simfront.stats.ncu import read_ncu_csv
 from simfront.traces.opcodes import classify
 from simfront.traces.reader import TraceSet
@@ -150,7 +150,7 @@ def analytic_bound(design: Design, ops: Counter, gpu) -> Bound:
 
 def model_run(kernel, gpu, prep=None):
     prep = prep or prepare_kernel(kernel, gpu, None, DEFAULT_PARAMS)
-    return combine(time_prepared(prep, gpu, DEFAULT_PARAMS), gpu, DEFAULT_PARAMS), prep
+    return timed_record(prep, gpu, DEFAULT_PARAMS), prep
 
 
 def pair(designs, ncu, ts) -> list[tuple[Design, object, object]]:

@@ -6,9 +6,14 @@ bench_mem.py's tables). Plain dicts, for ``ModelParams.with_(**...)`` and varian
 
 from __future__ import annotations
 
+#: model-1.11's persistent GEMMs and clock: every persistent grid dynamic, every kernel at
+#: the core clock (model-1.12 reads static schedules from the trace and follows the
+#: description's clock_limits)
+M111 = dict(static_tiles=False, kernel_clocks=False)
+
 #: model-1.10's L1: the smallest carve-out holding the blocks' own shared memory, all
 #: 256 KB for kernels without (model-1.11 takes the driver's carve-out)
-M110_L1 = dict(l1_carveout_headroom=0.0)
+M110_L1 = dict(l1_carveout_headroom=0.0, **M111)
 
 #: model-1.9's load path (sectors at the L1's banks' rate, the L2 shared out per SM up to
 #: it, no read-side bound, no floor), with model-1.10's L1

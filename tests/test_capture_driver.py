@@ -16,7 +16,7 @@ from simfront.capture.driver import CaptureError, Step, trace
 from simfront.capture.launches import read_sidecar, window_launches
 from simfront.capture.tracers import Sampling, Tracer, Window
 from simfront.capture.validate import validate_trace_set
-from simfront.errors import InputError
+from simfront.errors import ConfigError, InputError
 from simfront.traces.store import TraceStore
 
 # A kernel as simfront's tracer writes it: header, then blocks of warps.
@@ -217,6 +217,20 @@ def test_step_command_for_workload_and_script():
     assert "seqlen=64" in cmd and s.label == "mamba2_lm-tiny"
     cmd = Step("x/step.py", script_args=("a",)).command()
     assert cmd[1].endswith("/x/step.py") and Path(cmd[1]).is_absolute() and cmd[2:] == ["a"]
+    # the window on a green context's SMs: passed on to the workload, refused for a script
+    cmd = Step("mamba2_lm", "paper", 2, 1, sms=64).command()
+    assert cmd[cmd.index("--sms"):cmd.index("--sms") + 2] == ["--sms", "64"]
+    assert "--sms" not in s.command()
+    with pytest.raises(ConfigError, match="registered workloads"):
+        Step("x/step.py", sms=64).command()
+
+
+def test_the_clock_metric_set_adds_what_a_clock_needs_to_the_time_set():
+    from simfront.capture.metrics import CLOCK, TIME, metric_list
+
+    assert metric_list("clock")[:len(TIME)] == TIME
+    assert "gpc__cycles_elapsed.avg.per_second" in CLOCK
+    assert any(m.startswith("sm__pipe_tensor_cycles_active") for m in CLOCK)
 
 
 def test_read_sidecar_window(tmp_path):

@@ -12,7 +12,8 @@ from simfront.capture.timeline import (KernelSpan, busy_ns, read_timeline_json,
                                        spans_from_chrome_trace, summarize, write_timeline)
 from simfront.errors import ConfigError, InputError
 from simfront.stats.ncu import read_ncu_csv
-from simfront.workloads.timelines import condition_label, parse_sms
+from simfront.workloads.green import parse_sms
+from simfront.workloads.timelines import condition_label
 
 ROOT = Path(__file__).resolve().parents[1]
 WHATIF = ROOT / "traces" / "mamba2_lm-paper" / "whatif"

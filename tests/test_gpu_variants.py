@@ -10,7 +10,8 @@ from simfront.gpu.sm import VECTOR_PIPES
 
 def test_variant_params_are_documented():
     assert set(VARIANT_PARAMS) == {"tensor_vector_ratio", "ratio_mode", "l2_size", "sm_count",
-                                   "dram_bandwidth", "clock", "empty_kernel_ns", "raw"}
+                                   "dram_bandwidth", "clock", "empty_kernel_ns", "clock_limits",
+                                   "raw"}
     assert all(len(p.doc) > 20 for p in VARIANT_PARAMS.values())
     assert VARIANT_PARAMS["ratio_mode"].choices == ("scale_vector", "scale_tensor")
 
@@ -82,3 +83,16 @@ def test_config_hash_identity():
     hashes = {config_hash(load_gpu(n)) for n in ("h100", "h100-tv8", "h100-vec2x",
                                                   "h100-l2-25mb", "h100-66sm")}
     assert len(hashes) == 5
+
+
+def test_clock_limits_go_with_none_and_nothing_else():
+    base = h100()
+    assert base.clock_limits is not None
+    g = with_variants(base, clock_limits="none")
+    assert g.clock_limits is None and config_hash(g) != config_hash(base)
+    validate(g)
+    # the limits are shares of the core clock: an sm_count or clock variant keeps them
+    assert with_variants(base, sm_count=64, clock="1.5 GHz").clock_limits == base.clock_limits
+    with pytest.raises(ConfigError) as e:
+        with_variants(base, clock_limits="off")
+    assert e.value.field == "clock_limits"

@@ -19,11 +19,9 @@ def _prep(ts_dir, kid, gpu):
 
 
 def _rec(prep, gpu):
-    from simfront.sim.model.combine import combine
-    from simfront.sim.model.params import DEFAULT_PARAMS
-    from simfront.sim.model.simulate import time_prepared
+    from simfront.sim.model.api import timed_record
 
-    return combine(time_prepared(prep, gpu, DEFAULT_PARAMS), gpu, DEFAULT_PARAMS)
+    return timed_record(prep, gpu)
 
 
 def _model(ts_dir, kid, gpu):

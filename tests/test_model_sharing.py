@@ -188,7 +188,9 @@ def test_a_dimension_whose_every_line_is_shared_is_a_tile_not_the_grid():
 def test_the_130m_step_reads_what_the_h100_reads_once_captured_in_boxes(h100):
     # The published 130M Mamba2 step (24 layers) captured twice on the H100: first:8 traces
     # one head of each SSD kernel, box:8 two (tracer 1.3, with deduplication). Against the
-    # same ncu profile, the one-head capture reads 3-7x ncu's DRAM bytes and is 40-65% slow;
+    # same ncu profile, the one-head capture reads 3-7x ncu's DRAM bytes and is 30-65% slow
+    # (32% for _chunk_scan_fwd since model-1.12 times it at its 1.83 GHz, where a DRAM
+    # access is fewer of its cycles);
     # the box capture's sharing brings both within 1.5x and 20%.
     first8, box = (repo_dir("traces") / s for s in ("mamba2_lm-130m", "mamba2_lm-130m-box"))
     def sampling(trace_dir, kid):
@@ -208,7 +210,7 @@ def test_the_130m_step_reads_what_the_h100_reads_once_captured_in_boxes(h100):
             reads = r["dram_read_bytes"] / float(p.row["dram_read_bytes"])
             err = abs(r["cycles"] / float(p.row["cycles"]) - 1)
             if over:
-                assert reads > 2.5 and err > 0.35, (name, reads, err)
+                assert reads > 2.5 and err > 0.3, (name, reads, err)
             else:
                 assert 0.7 < reads < 1.5 and err < 0.2, (name, reads, err)
         assert seen == {"_chunk_state_fwd_kernel", "_chunk_scan_fwd_kernel"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -72,8 +73,12 @@ def trace_cmd(workload, preset, iterations, window_iteration, sets, script_args,
 @click.command(name="profile", context_settings={"ignore_unknown_options": True})
 @_step_options
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--metrics", default="full", show_default=True, type=click.Choice(["core", "full"]),
+@click.option("--metrics", default="full", show_default=True,
+              type=click.Choice(["time", "clock", "core", "full"]),
               help="Metric set (simfront.capture.metrics).")
+@click.option("--sms", type=click.IntRange(min=1), metavar="N",
+              help="Run the profiled iteration (and the one before it) on N SMs of a CUDA "
+                   "green context; the earlier ones on the whole GPU.")
 @click.option("--trace-dir", type=click.Path(exists=True, file_okay=False),
               help="A capture or stored set of the same step to match launch by launch.")
 @click.option("--ncu", default="ncu", show_default=True)
@@ -81,10 +86,12 @@ def trace_cmd(workload, preset, iterations, window_iteration, sets, script_args,
 @click.option("--per-config", is_flag=True,
               help="One launch per launch configuration (ncu-configs.csv): model-size steps.")
 def profile_cmd(workload, preset, iterations, window_iteration, sets, script_args, out, metrics,
-                trace_dir, ncu, timeout, per_config):
+                sms, trace_dir, ncu, timeout, per_config):
     """Profile WORKLOAD's windowed iteration under ncu (one row per launch, or per launch
     configuration with --per-config)."""
-    res = profile(_step(workload, preset, iterations, window_iteration, sets, script_args), out,
+    step = replace(_step(workload, preset, iterations, window_iteration, sets, script_args),
+                   sms=sms)
+    res = profile(step, out,
                   metrics=metrics, timeout=timeout, ncu=ncu, trace_dir=trace_dir,
                   per_config=per_config)
     click.echo(json.dumps({"out": res.out_dir, **res.stats, "match": res.match}, default=str))
@@ -124,7 +131,8 @@ def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trac
     a green context's SMs: the hardware side of a what-if (see docs/capture.md)."""
     from simfront.capture.timeline import store_beside
     from simfront.workloads.run import parse_sets
-    from simfront.workloads.timelines import parse_sms, run_timelines
+    from simfront.workloads.green import parse_sms
+    from simfront.workloads.timelines import run_timelines
     from simfront.workloads.workload import build
 
     wl = build(workload, preset, device=device, overrides=parse_sets(list(sets)))

@@ -27,7 +27,7 @@ from simfront.capture.match import match_launches
 from simfront.capture.metrics import metric_list
 from simfront.capture.tracers import Sampling, Tracer, Window, accelsim_postprocess
 from simfront.capture.validate import ValidationReport, validate_trace_set
-from simfront.errors import BackendError, InputError
+from simfront.errors import BackendError, ConfigError, InputError
 from simfront.provenance import sha256_file, tool_versions
 
 NCU_CSV = "ncu.csv"
@@ -54,6 +54,8 @@ class Step:
     window_iteration: int = -1
     overrides: tuple[str, ...] = ()
     script_args: tuple[str, ...] = ()
+    #: the window (and the iteration before it) on this many SMs, a green context; None: all
+    sms: int | None = None
 
     @property
     def is_script(self) -> bool:
@@ -61,6 +63,9 @@ class Step:
 
     def command(self, summary: Path | None = None) -> list[str]:
         if self.is_script:
+            if self.sms is not None:
+                raise ConfigError("an SM count applies to registered workloads only (a "
+                                  "script makes its own contexts)", field="sms")
             # absolute: the traced run's working folder is the trace folder
             return [sys.executable, os.path.abspath(self.workload), *self.script_args]
         cmd = [sys.executable, "-m", "simfront.workloads.run", self.workload, "--preset",
@@ -68,6 +73,8 @@ class Step:
                str(self.window_iteration)]
         for o in self.overrides:
             cmd += ["--set", o]
+        if self.sms is not None:
+            cmd += ["--sms", str(self.sms)]
         if summary is not None:
             cmd += ["--summary", str(summary)]
         return cmd
@@ -303,6 +310,7 @@ def provenance(step: Step, tracer: Tracer | None, window: Window | None,
     return {
         "workload": {"name": step.workload, "preset": step.preset,
                      "iterations": step.iterations, "window_iteration": s.get("window"),
+                     "window_sms": step.sms,
                      "config": s.get("config"), "params": s.get("params"),
                      "command": " ".join(shlex.quote(c) for c in rec.command)},
         "gpu": s.get("device_name") or g.get("gpu", ""),

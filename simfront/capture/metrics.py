@@ -87,8 +87,16 @@ TIME: tuple[str, ...] = ("gpu__time_duration.sum", "gpc__cycles_elapsed.max",
                          "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
                          "sm__inst_executed.sum")
 
+#: What the SM clock a kernel ran at, and why, needs beyond ``TIME``: the cycles SMs were
+#: active (mean and busiest, against the elapsed cycles: how many SMs the kernel kept busy)
+#: and its tensor and FMA pipes' busy shares (the power it draws per active SM).
+CLOCK: tuple[str, ...] = (*TIME, "sm__cycles_active.avg", "sm__cycles_active.max",
+                          "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                          "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
+
 METRIC_SETS: dict[str, tuple[str, ...]] = {
     "time": TIME,
+    "clock": CLOCK,
     "core": tuple(q for b in CORE for q in qualified(b)),
     "full": tuple(q for b in (*CORE, *PIPES) for q in qualified(b)),
 }

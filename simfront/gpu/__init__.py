@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from simfront.errors import ConfigError
 from simfront.gpu.derived import Derived, derived, format_derived
-from simfront.gpu.gpu import GPU, Clocks, Interconnect
+from simfront.gpu.gpu import GPU, ClockLimits, Clocks, Interconnect, TensorClock
 from simfront.gpu.hashing import config_hash
 from simfront.gpu.memory import DRAM, L2, DRAMTiming
 from simfront.gpu.presets import h100, load_gpu, preset_names
@@ -26,7 +26,7 @@ from simfront.gpu.variants import RATIO_MODES, VARIANT_PARAMS, with_variants
 
 __all__ = [
     "GPU", "SM", "Pipe", "Pipes", "TensorPipe", "TensorRates", "RegisterFile", "L1Shared",
-    "L2", "DRAM", "DRAMTiming", "Clocks", "Interconnect", "Size", "Frequency", "Bandwidth",
+    "L2", "DRAM", "DRAMTiming", "Clocks", "ClockLimits", "TensorClock", "Interconnect", "Size", "Frequency", "Bandwidth",
     "PIPES", "VECTOR_PIPES", "TENSOR_DTYPES", "ConfigError", "h100", "load_gpu",
     "preset_names", "with_variants", "VARIANT_PARAMS", "RATIO_MODES", "derived", "Derived",
     "format_derived", "config_hash", "validate",

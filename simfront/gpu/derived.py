@@ -116,4 +116,15 @@ def format_derived(gpu: GPU) -> str:
         f"L1/shared: {gpu.sm.l1.size} per SM (shared up to {gpu.sm.l1.max_shared_per_sm}), "
         f"{d.l1_bandwidth_per_sm_bytes_per_clk} B/clk/SM",
     ]
+    cl = gpu.clock_limits
+    if cl is None:
+        lines.append("clock under load: every kernel at the core clock (no clock_limits)")
+    else:
+        core = gpu.clocks.core.hz / 1e9
+        share = sorted(cl.tensor, key=lambda t: -t.sms)
+        lines.append(
+            "clock under load: tensor work at " + ", ".join(
+                f"{t.share * core:.2f} GHz on {t.sms} SMs" for t in share)
+            + f"; power cap {cl.power_share * core:.2f} GHz x (SMs x tensor busy / "
+            f"{cl.power_sms}) ^ -{cl.power_exponent}")
     return "\n".join(lines)

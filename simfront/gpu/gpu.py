@@ -24,6 +24,32 @@ class Clocks:
 
 
 @dataclass(frozen=True)
+class TensorClock:
+    """The SM clock a kernel with tensor-pipe work runs at, on ``sms`` SMs: a share of
+    ``clocks.core``."""
+
+    sms: int
+    share: float
+
+
+@dataclass(frozen=True)
+class ClockLimits:
+    """How far the SM clock stays below ``clocks.core`` under load (DVFS), by what the
+    kernel runs and on how many SMs. Measured on the H100 with ncu in green contexts
+    (bench/device/clock_steps.sh; bench/RESULTS.md, *The SM clock in a step*): a kernel with
+    no tensor-pipe work runs at the core clock; one with any runs at the ``tensor`` share
+    for its SM count (interpolated linearly, held beyond the ends), and lower still where
+    the power cap binds: with its tensor pipes busy a share ``u`` of its active cycles on
+    ``n`` SMs, at most ``power_share * (n * u / power_sms) ** -power_exponent`` of the core
+    clock. Shares, so a ``clock`` variant moves the limits with the clock."""
+
+    tensor: tuple[TensorClock, ...]
+    power_share: float
+    power_sms: int
+    power_exponent: float
+
+
+@dataclass(frozen=True)
 class Interconnect:
     """SM <-> memory-partition network.
 
@@ -52,6 +78,8 @@ class GPU:
         in a step: the front end's fixed cost per kernel (launch and drain), which no other
         field holds. The H200 takes 0.32 us less than the H100 (bench/device/launch_cost.py).
         None: the H100's.
+    clock_limits: how the SM clock falls below ``clocks.core`` under load, by kernel and SM
+        count (:class:`ClockLimits`). None: every kernel at the core clock.
     """
 
     name: str
@@ -63,6 +91,7 @@ class GPU:
     interconnect: Interconnect
     raw: tuple[tuple[str, str], ...] = ()
     empty_kernel_ns: float | None = None
+    clock_limits: ClockLimits | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (YAML/JSON-able); sizes and clocks as strings with units."""

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import yaml
 
 from simfront.errors import ConfigError
-from simfront.gpu.gpu import GPU, Clocks, Interconnect
+from simfront.gpu.gpu import GPU, ClockLimits, Clocks, Interconnect, TensorClock
 from simfront.gpu.memory import DRAM, L2, DRAMTiming
 from simfront.gpu.sm import (SM, L1Shared, Pipe, Pipes, RegisterFile, TensorPipe,
                              TensorRates)
@@ -130,6 +130,14 @@ def h100() -> GPU:
         # [MEAS] torch.cuda._sleep(0) in a stream, CUPTI: median 896 ns of 300
         # (bench/device/launch_cost.py; bench/data/device/launch_cost/)
         empty_kernel_ns=896.0,
+        # [MEAS] ncu's gpc__cycles_elapsed.avg.per_second over the Mamba2 paper step on
+        # 132/96/64/32 SMs of green contexts (bench/device/clock_steps.sh; fitted by
+        # bench/bench_clock.py, the Mamba1 step held out): tensor work holds the clock at
+        # 1.83/1.81/1.83/1.91 GHz, the large GEMMs at the 700 W power cap below that
+        clock_limits=ClockLimits(
+            tensor=(TensorClock(32, 0.963), TensorClock(64, 0.924), TensorClock(96, 0.914),
+                    TensorClock(132, 0.923)),
+            power_share=0.762, power_sms=132, power_exponent=0.396),
     )
 
 

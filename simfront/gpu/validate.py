@@ -162,6 +162,32 @@ def validate_description(gpu: GPU, pipes_used: "Iterable[str] | None" = None) ->
     if gpu.empty_kernel_ns is not None and not gpu.empty_kernel_ns > 0:
         raise _err(f"empty_kernel_ns must be positive, got {gpu.empty_kernel_ns}",
                    "empty_kernel_ns")
+    if gpu.clock_limits is not None:
+        _check_clock_limits(gpu.clock_limits)
+
+
+def _check_clock_limits(cl) -> None:
+    if not cl.tensor:
+        raise _err("clock_limits.tensor needs at least one SM count", "clock_limits.tensor")
+    seen = set()
+    for i, t in enumerate(cl.tensor):
+        where = f"clock_limits.tensor[{i}]"
+        if t.sms < 1:
+            raise _err(f"an SM count must be positive, got {t.sms}", f"{where}.sms")
+        if t.sms in seen:
+            raise _err(f"SM count {t.sms} is given twice", f"{where}.sms")
+        seen.add(t.sms)
+        if not 0 < t.share <= 1:
+            raise _err(f"a clock share must be in (0, 1] of clocks.core, got {t.share}",
+                       f"{where}.share")
+    if not 0 < cl.power_share:
+        raise _err(f"power_share must be positive, got {cl.power_share}",
+                   "clock_limits.power_share")
+    if cl.power_sms < 1:
+        raise _err(f"power_sms must be positive, got {cl.power_sms}", "clock_limits.power_sms")
+    if not 0 <= cl.power_exponent <= 2:
+        raise _err(f"power_exponent must be in [0, 2], got {cl.power_exponent}",
+                   "clock_limits.power_exponent")
 
 
 # ------------------------------------------------------------------ entry point

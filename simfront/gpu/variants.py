@@ -56,6 +56,9 @@ VARIANT_PARAMS: dict[str, VariantParam] = {p.name: p for p in (
     VariantParam("empty_kernel_ns", "number", "What a kernel that does nothing lasts in a "
                  "stream, in ns: the front end's fixed cost per kernel (H100 896, H200 576: "
                  "bench/device/launch_cost.py)."),
+    VariantParam("clock_limits", "choice", "'none': every kernel at the core clock, as if "
+                 "the SM clock never fell under load (the H100's clock_limits hold tensor "
+                 "work at 0.91-0.96 of it and the large GEMMs at the power cap).", ("none",)),
     VariantParam("raw", "mapping", "Raw Accel-Sim options (name without '-', value), "
                  "merged over the description's own; validated like the rest."),
 )}
@@ -104,6 +107,11 @@ def with_variants(gpu: GPU, **params: Any) -> GPU:
         out = _with_dram_bandwidth(out, params["dram_bandwidth"])
     if "l2_size" in params:
         out = _with_l2_size(out, params["l2_size"])
+    if "clock_limits" in params:
+        v = params["clock_limits"]
+        if v not in ("none", None, False):
+            raise _fail(f"clock_limits can only be 'none', got {v!r}", "clock_limits")
+        out = out.replace(clock_limits=None)
     if "empty_kernel_ns" in params:
         v = params["empty_kernel_ns"]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:

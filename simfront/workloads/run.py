@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead of bracketing a window for a tracer, time every kernel of a "
                         "steady-state step with CUPTI (torch.profiler) into DIR/timeline-*.csv")
     p.add_argument("--sms", default="all", metavar="N[,N...]",
-                   help="with --timeline: SM counts to time the step on (CUDA green "
-                        "contexts), 'all' for the whole GPU; e.g. all,96,64,32")
+                   help="SMs to run on (CUDA green contexts), 'all' for the whole GPU: with "
+                        "--timeline, the SM counts to time the step on, e.g. all,96,64,32; "
+                        "else one count, for the window and the iteration before it")
     p.add_argument("--l2-setaside", type=int, metavar="MIB",
                    help="with --timeline: also time the step on the whole GPU with MIB of "
                         "its L2 held by persisting lines (a smaller L2)")
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         from simfront.workloads.runner import run
         result = run(args.name, args.preset, args.iterations,
                      None if args.no_window else args.window, device=args.device,
-                     impl=args.impl, overrides=parse_sets(args.sets), amp=args.amp)
+                     impl=args.impl, overrides=parse_sets(args.sets), amp=args.amp,
+                     window_sms=_window_sms(args.sms))
     except SimfrontError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -77,8 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _window_sms(text: str) -> int | None:
+    from simfront.workloads.green import parse_sms
+
+    counts = parse_sms(text)
+    if len(counts) != 1:
+        raise ConfigError(f"one SM count for the window, got {text!r}", field="--sms")
+    return counts[0]
+
+
 def _timelines(args: argparse.Namespace) -> int:
-    from simfront.workloads.timelines import parse_sms, run_timelines
+    from simfront.workloads.green import parse_sms
+    from simfront.workloads.timelines import run_timelines
     from simfront.workloads.workload import build
 
     sms = parse_sms(args.sms)

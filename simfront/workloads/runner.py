@@ -5,6 +5,7 @@ window holds that iteration's launches and nothing else."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -37,6 +38,7 @@ class RunSummary:
     config: dict[str, Any]
     versions: dict[str, str] = field(default_factory=dict)
     config_hash: str = ""              # sha256 of workload, impl, amp and config: what ran
+    window_sms: int | None = None      # SMs the window ran on (a green context); None: all
     format: int = SUMMARY_FORMAT
 
     def to_json(self) -> str:
@@ -57,16 +59,25 @@ def check_window(iterations: int, window: int | None) -> None:
 def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
                  on_window_start: Callable[[Workload], None] | None = None,
                  on_window_end: Callable[[Workload], None] | None = None,
-                 profiler: bool = True, nvtx_name: str = NVTX_STEP) -> RunSummary:
+                 profiler: bool = True, nvtx_name: str = NVTX_STEP,
+                 window_sms: int | None = None) -> RunSummary:
     """Run ``iterations`` steps of a built workload; iteration ``window`` (default -1: the
     last; None: no window) is bracketed. Hooks run inside the bracket, right after it opens
-    and right before it closes, with the device idle."""
+    and right before it closes, with the device idle.
+
+    ``window_sms``: the window and the iteration before it run on that many SMs (a green
+    context, :func:`simfront.workloads.green.sm_subset`); the earlier ones on the whole GPU,
+    so Triton autotunes there, as in a capture, and the window runs the kernels a trace of
+    the same step holds."""
     import torch
 
     if window is not None and window < 0:
         window += iterations
     check_window(iterations, window)
+    if window_sms is not None and window is None:
+        raise ConfigError("an SM count for the window needs a window", field="sms")
     cuda = wl.device.startswith("cuda")
+    subset = contextlib.ExitStack()
 
     def sync() -> None:
         if cuda:
@@ -78,6 +89,10 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
     for it in range(iterations):
         in_window = it == window
         sync()
+        if window_sms is not None and it == window - 1:
+            from simfront.workloads.green import sm_subset
+
+            subset.enter_context(sm_subset(window_sms, wl.device))
         if in_window:
             if cuda and profiler:
                 torch.cuda.profiler.start()
@@ -96,6 +111,7 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
                 torch.cuda.nvtx.range_pop()
             if cuda and profiler:
                 torch.cuda.profiler.stop()
+            subset.close()
         losses.append(loss)     # read after the window: .item() would add a copy inside it
     loss_values = [float(x) for x in losses]
     device_name = torch.cuda.get_device_name(wl.device) if cuda else "cpu"
@@ -109,17 +125,19 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
                       losses=[round(v, 6) for v in loss_values], config=info["config"],
                       versions=tool_versions(*extra),
                       config_hash=sha256_json({k: info[k] for k in
-                                               ("workload", "impl", "amp", "config")}))
+                                               ("workload", "impl", "amp", "config")}),
+                      window_sms=window_sms)
 
 
 def run(name: str, preset: str = "tiny", iterations: int = 3, window: int | None = -1, *,
         device: str = "cuda", impl: str = "auto", overrides: dict[str, Any] | None = None,
         amp: str = "bf16", on_window_start: Callable[[Workload], None] | None = None,
         on_window_end: Callable[[Workload], None] | None = None, profiler: bool = True,
-        nvtx_name: str = NVTX_STEP) -> RunSummary:
+        nvtx_name: str = NVTX_STEP, window_sms: int | None = None) -> RunSummary:
     """Build workload ``name`` and run it (see ``run_workload``)."""
     if window is not None and window >= 0:
         check_window(iterations, window)
     wl = build(name, preset, device=device, impl=impl, overrides=overrides, amp=amp)
     return run_workload(wl, iterations, window, on_window_start=on_window_start,
-                        on_window_end=on_window_end, profiler=profiler, nvtx_name=nvtx_name)
+                        on_window_end=on_window_end, profiler=profiler, nvtx_name=nvtx_name,
+                        window_sms=window_sms)

@@ -19,35 +19,14 @@ and with the limit set alone (bench/device/l2_setaside_stream.py).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 from pathlib import Path
-from typing import Iterator
 
 from simfront.capture.timeline import (KernelTimer, TimelineSummary, summarize, write_timeline,
                                        write_timeline_json)
-from simfront.errors import ConfigError
+from simfront.workloads.green import sm_subset
 from simfront.workloads.runner import RunSummary, run_workload
 from simfront.workloads.workload import Workload
-
-
-def parse_sms(text: str) -> list[int | None]:
-    """``"all,96,64"`` -> ``[None, 96, 64]`` (None: the whole GPU)."""
-    out: list[int | None] = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        if part in ("all", "full", ""):
-            out.append(None)
-            continue
-        try:
-            n = int(part)
-        except ValueError:
-            raise ConfigError(f"SM count must be an integer or 'all', got {part!r}",
-                              field="--sms") from None
-        if n < 1:
-            raise ConfigError(f"SM count must be positive, got {n}", field="--sms")
-        out.append(n)
-    return out
 
 
 def condition_label(sms: int | None, l2_setaside_mb: int | None = None) -> str:
@@ -121,30 +100,6 @@ class L2SetAside:
         self.rt.cudaCtxResetPersistingL2Cache()
         self.rt.cudaDeviceSetLimit(_LIMIT_PERSISTING_L2, ctypes.c_size_t(0))
         del self.buffer
-
-
-@contextlib.contextmanager
-def sm_subset(sms: int | None, device: str = "cuda") -> Iterator[int | None]:
-    """Run what is inside on ``sms`` SMs (a green context's stream made current); None: the
-    whole GPU, unchanged. Yields the SM count the context was given."""
-    if sms is None:
-        yield None
-        return
-    import torch
-
-    from torch.cuda.green_contexts import GreenContext
-
-    dev = torch.device(device)
-    index = dev.index if dev.index is not None else torch.cuda.current_device()
-    total = torch.cuda.get_device_properties(index).multi_processor_count
-    if sms >= total:
-        yield None
-        return
-    ctx = GreenContext.create(num_sms=sms, device_id=index)
-    stream = ctx.Stream()
-    with torch.cuda.stream(stream):
-        yield sms
-    stream.synchronize()
 
 
 def run_timelines(wl: Workload, sms_list: list[int | None], out_dir: Path,

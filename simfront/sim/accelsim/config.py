@@ -60,6 +60,7 @@ EXTRA_PATHS = (
     "name", "sm.registers.max_per_thread", "sm.pipes.fp16", "sm.pipes.lsu",
     "sm.tensor.fma_per_clk", "sm.tensor.mma_sync_share", "sm.hmma_dtype", "sm.l1.sector", "l2.sector", "dram.kind",
     "dram.capacity", "dram.stacks", "dram.channels_per_stack", "empty_kernel_ns",
+    "clock_limits",
 )
 
 # Accel-Sim's specialized units by number (fixed by its opcode maps).
@@ -683,6 +684,8 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
             "raw": dict(raw or {}),
             # Accel-Sim has no front end to give it: a file of ours says it, else the base's
             "empty_kernel_ns": (extra or {}).get("empty_kernel_ns", b.get("empty_kernel_ns")),
+            # nor a clock that follows the kernel (it runs every kernel at core_clock)
+            "clock_limits": (extra or {}).get("clock_limits", b.get("clock_limits")),
         }
     except (ValueError, IndexError, KeyError) as exc:
         raise ConfigError(f"cannot read Accel-Sim options: {exc!r}", path=source) from exc

@@ -7,7 +7,8 @@ backend (``model``). Method and assumptions: docs/model.md.
 Modules: ``occupancy`` (launch facts, blocks per SM), ``decode`` (opcode -> pipe, latency,
 initiation interval), ``cache`` (sectored L1/L2 simulation, numba), ``issue`` (cycle-level
 issue model of one SM, numba), ``simulate`` (the trace pass and the issue model of a
-kernel), ``combine`` (bandwidth bounds, launch overhead, stalls, the record), ``params``
+kernel), ``tiles`` (how a persistent GEMM hands out its tiles), ``clock`` (the SM clock a
+kernel runs at), ``combine`` (bandwidth bounds, launch overhead, stalls, the record), ``params``
 (the model's calibrated constants), ``validation`` (pairing with ncu records, MAPE),
 ``backend`` (the Backend).
 """

@@ -119,6 +119,7 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         "sim_sample_scale": run.prep.sample_scale,
         "sim_work_scale": run.prep.work_scale,
         "sim_persistent": run.prep.persistent,
+        "sim_schedule": run.prep.schedule,
         # "warm": the L2 started as the step's previous kernel left it (carry.py)
         "sim_l2_start": "warm" if run.prep.warm_l2 else "cold",
         "sim_l2_carried_sectors": float(t[6]),

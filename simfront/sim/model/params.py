@@ -143,9 +143,17 @@ class ModelParams:
     #: the same B and C, which scaling by block count counts once per head. Needs a trace
     #: whose blocks span two values of a dimension (box sampling); a no-op otherwise.
     sample_sharing: bool = True
-    #: Kernel-name prefixes of persistent grids with a dynamic tile scheduler: cuBLAS's
-    #: sm90 GEMMs launch one block per SM (grid 132 on the H100) whatever the problem size.
+    #: Kernel-name prefixes of persistent grids, whose blocks are workers that take tiles:
+    #: cuBLAS's sm90 GEMMs launch at most one block per SM (grid 132 on the H100) whatever
+    #: the problem size; the trace tells how they hand out tiles (``tiles``).
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)
+    #: Read how each persistent grid hands out its tiles from its trace (``tiles``: a
+    #: global atomic, dynamic; none, static, in rounds of its workers); False: every one
+    #: dynamic, as before model-1.12.
+    static_tiles: bool = True
+    #: Time a kernel at the clock the description's ``clock_limits`` give it (``clock``);
+    #: False: every kernel at the core clock, as before model-1.12.
+    kernel_clocks: bool = True
 
     def with_(self, **changes) -> "ModelParams":
         return replace(self, **changes)

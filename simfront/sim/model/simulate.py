@@ -25,11 +25,12 @@ from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, global_
                                       mark_l1_owners, mark_line_owners, new_line_owners,
                                       simulate_memory, store_slots)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
-from simfront.sim.model.decode import N_PIPES, build_optable, pipe_timing
+from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, N_PIPES,
+                                       PIPE_INDEX, build_optable, pipe_timing)
 from simfront.sim.model.issue import N_REASONS, run_sm
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
-from simfront.sim.model import sharing
+from simfront.sim.model import sharing, tiles
 from simfront.traces.instructions import MAX_DST, MAX_SRC
 
 
@@ -157,15 +158,6 @@ def _popcount32(x: np.ndarray) -> np.ndarray:
     return _POP8[b].reshape(-1, 4).sum(axis=1)
 
 
-def run_kernel(kernel, gpu, launch: dict | None = None,
-               params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
-    """Trace pass and issue model of one kernel (see the module docstring)."""
-    prep = prepare_kernel(kernel, gpu, launch, params)
-    run = time_prepared(prep, gpu, params)
-    run.wall_s += prep.wall_s
-    return run
-
-
 @dataclass
 class Prepared:
     """The trace pass of one kernel: counts, cache results and SM 0's rows."""
@@ -193,8 +185,10 @@ class Prepared:
     #: of the traced blocks (1 without a census; see prepare_kernel), times the spread of a
     #: persistent grid's work over its resident workers
     work_scale: float = 1.0
-    #: a persistent grid: its work is handed out at run time (see is_persistent)
+    #: a persistent grid: its blocks are workers that take tiles (see is_persistent)
     persistent: bool = False
+    #: how a persistent grid hands out its tiles (``tiles.DYNAMIC`` or ``tiles.STATIC``)
+    schedule: str = ""
     #: the L2 started as the previous kernel left it (``carry``), not empty
     warm_l2: bool = False
 
@@ -270,6 +264,8 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     tb_xyz = tb_rank = np.zeros((0, 3), np.int64)
     readers = sharing.new_line_readers() if share else None
     dram_rows: list[tuple[np.ndarray, np.ndarray]] = []
+    persistent = is_persistent(header.name, params)
+    stores = tiles.StoreCounts() if persistent else None
     for chunk in kernel.iter_chunks():
         if share and chunk.tb_coords:
             top = max(chunk.tb_coords) + 1
@@ -314,6 +310,9 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
         if share:
             sharing.mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift,
                                       readers)
+        if stores is not None:
+            stores.add(tb, warp, chunk.pc, kind == K_STORE_GLOBAL,
+                       (kind == K_ATOMIC) | (kind == K_REDUCTION))
         if params.l1_crowding:
             mark_l1_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift, sm_of,
                            l1.tags.shape[0], l1_owners, params.l1_crowding_by_block)
@@ -355,9 +354,10 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     if share:
         grid_share = _shared_reads(ln, tb_xyz[:n_blocks_trace], readers, dram_rows, l2, totals)
     scale = work_scale = 1.0
+    traced_instructions, traced_pipes = n_instr, pipe_counts.copy()
+    census = header.census_warp_instructions if sampled else None
     if sampled:
         scale = B / n_blocks_trace
-        census = header.census_warp_instructions
         if census:
             # The census counts every block's warp instructions. Traced blocks can do less
             # work than an average one: a persistent kernel's dynamic tile scheduler hands
@@ -409,13 +409,29 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     key = (tb_t * W + warp_t)[order]
     n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
     warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
-    persistent = is_persistent(header.name, params)
+    schedule = ""
     if persistent:
-        # Work follows tiles, not blocks: the grid's blocks are workers that take tiles
-        # until none are left, so SM 0 runs one round of resident workers and its time
-        # grows with the grid's work over the workers the GPU holds at once.
+        # Work follows tiles, not blocks: the grid's blocks are workers, so SM 0 runs one
+        # round of resident workers and its time follows the tiles, by the schedule the
+        # trace shows (simfront.sim.model.tiles).
         resident = min(sm0_blocks, occ.blocks_per_sm)
-        work_scale *= persistent_spread(B, S, occ.blocks_per_sm)
+        static = None
+        if stores.atomics == 0 and params.static_tiles:
+            # the grid's tiles by its tensor instructions where ncu counted them (a launch
+            # fact, as registers are), else by the census
+            grid_tensor = (launch or {}).get("tensor_instructions")
+            traced_tensor = float(traced_pipes[PIPE_INDEX["tensor"]])
+            work = ((traced_tensor, float(grid_tensor)) if grid_tensor and traced_tensor > 0
+                    else (traced_instructions, census))
+            static = tiles.static_scale(stores.tiles(), tuple(ln.grid), *work,
+                                        S * occ.blocks_per_sm)
+        if static is not None:
+            # Static: the kernel lasts as long as its busiest slot; the timed worker's own
+            # tiles are in its trace, so the census's average work does not enter.
+            schedule, work_scale = tiles.STATIC, static
+        else:
+            schedule = tiles.DYNAMIC
+            work_scale *= persistent_spread(B, S, occ.blocks_per_sm)
         sm0_blocks = resident
         cols, warp_off, n_timed_blocks = _first_blocks(cols, warp_off, n_timed_blocks, W,
                                                        resident)
@@ -426,7 +442,7 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
                     totals, table, cols, warp_off, n_timed_blocks,
                     time.perf_counter() - t0, cache_key(gpu),
                     sample_scale=scale, work_scale=work_scale, persistent=persistent,
-                    warm_l2=carried is not None)
+                    schedule=schedule, warm_l2=carried is not None)
 
 
 def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
@@ -448,9 +464,10 @@ def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
 
 
 def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:
-    """Whether a kernel is a persistent grid with a dynamic tile scheduler: a library family
-    known to launch one worker per SM (the cuBLAS sm90 ``nvjet_*`` GEMMs). A census that
-    differs from N/T times the traced work does not tell: the triangular Triton SSD
+    """Whether a kernel is a persistent grid, whose blocks are workers that take tiles: a
+    library family known to launch at most one worker per SM (the cuBLAS sm90 ``nvjet_*``
+    GEMMs). How it hands out its tiles, the trace tells (``tiles``). A census that differs
+    from N/T times the traced work does not tell it is persistent: the triangular Triton SSD
     kernels' blocks do unequal work with a fixed schedule."""
     return name.startswith(params.persistent_kernels)
 

@@ -34,7 +34,9 @@ class Pair:
 
     @property
     def launch(self) -> dict:
-        """Registers and shared memory of the launch as ncu measured them."""
+        """Registers and shared memory of the launch as ncu measured them, and the grid's
+        tensor-pipe instructions where the profile has them (how many tiles a sampled
+        persistent GEMM's grid holds: ``simfront.sim.model.tiles``)."""
         out = {}
         r = self.row.get("regs_per_thread")
         if r is not None and r == r:
@@ -42,6 +44,9 @@ class Pair:
         s = self.row.get("shmem_per_block")
         if s is not None and s == s:
             out["shmem"] = int(round(s))
+        t = self.row.get("sm__inst_executed_pipe_tensor.sum")
+        if t is not None and t == t:
+            out["tensor_instructions"] = float(t)
         return out
 
 

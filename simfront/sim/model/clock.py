@@ -1,0 +1,77 @@
+"""The SM clock a kernel runs at, where the GPU description says how it falls under load
+(``GPU.clock_limits``); without it, every kernel runs at ``clocks.core``.
+
+The H100 does not run every kernel at its 1980 MHz (bench/RESULTS.md, *The SM clock in a
+step*: ncu in green contexts, the paper steps on 132/96/64/32 SMs): kernels without
+tensor-pipe work run at 1.96-1.99 GHz on every SM count; any tensor work (an SSD kernel's
+tensor pipe busy 6% of the time, or a GEMM's 97%) holds the clock at 1.80-1.85 GHz on 64 to
+132 SMs and 1.88-1.91 on 32; and the large GEMMs on many SMs hit the 700 W cap, 1.51 GHz for
+the LM head's on 132 SMs, 1.73 on 96. So a what-if on fewer SMs speeds a tensor-bound
+kernel's clock by up to a quarter while a memory-bound kernel's stays put.
+
+The model runs the issue loop at the kernel's own clock (memory latencies in ns and
+bandwidths in bytes a second become fewer cycles at a lower clock) and converts its cycles
+at that clock. The L2 and interconnect clocks stay the description's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from simfront.sim.model.decode import PIPE_INDEX
+
+#: what sets a kernel's clock (the record's ``sim_clock_limit``)
+MAX, TENSOR, POWER = "max", "tensor", "power"
+
+
+def tensor_share(limits, sms: int) -> float:
+    """The share of the core clock a kernel with tensor work runs at on ``sms`` SMs:
+    linear between the measured SM counts, held beyond the ends."""
+    pts = sorted(limits.tensor, key=lambda t: t.sms)
+    xs = [t.sms for t in pts]
+    ys = [t.share for t in pts]
+    return float(np.interp(sms, xs, ys))
+
+
+def power_share(limits, sms: int, tensor_busy: float) -> float:
+    """The share of the core clock the power cap allows a kernel whose tensor pipes are
+    busy ``tensor_busy`` of its active cycles on ``sms`` SMs (1 or more: no limit)."""
+    load = sms * tensor_busy / limits.power_sms
+    if load <= 0:
+        return float("inf")
+    return limits.power_share * load ** -limits.power_exponent
+
+
+def kernel_clock(gpu, sms: int, uses_tensor: bool, tensor_busy: float) -> tuple[float, str]:
+    """The clock (Hz) a kernel runs at on ``gpu`` and what sets it (``MAX``, ``TENSOR``,
+    ``POWER``). ``sms``: the SMs it keeps busy; ``tensor_busy``: its tensor pipes' busy
+    share of an SM's active cycles."""
+    core = gpu.clocks.core.hz
+    limits = gpu.clock_limits
+    if limits is None or not uses_tensor:
+        return core, MAX
+    t = tensor_share(limits, sms)
+    p = power_share(limits, sms, tensor_busy)
+    share, what = (t, TENSOR) if t <= p else (p, POWER)
+    if share >= 1.0:
+        return core, MAX
+    return core * share, what
+
+
+def run_clock(run, gpu) -> tuple[float, str]:
+    """:func:`kernel_clock` of a timed kernel (``simulate.KernelRun``): tensor work from
+    its trace pass, the busy share from SM 0's simulated time."""
+    i = PIPE_INDEX["tensor"]
+    uses = bool(run.prep.pipe_counts[i] > 0)
+    units = max(1, gpu.sm.units("tensor")) * gpu.sm.sub_partitions
+    busy = float(run.pipe_busy[i]) / (units * max(float(run.t_sm), 1.0))
+    return kernel_clock(gpu, run.prep.active_sms, uses, min(1.0, busy))
+
+
+def at_clock(gpu, hz: float):
+    """``gpu`` with its SM clock at ``hz``; the L2, interconnect and DRAM keep theirs."""
+    from simfront.gpu.units import Frequency
+
+    return gpu.replace(clocks=dataclasses.replace(gpu.clocks, core=Frequency(int(round(hz)))))
