@@ -40,22 +40,21 @@ BOX_SETS = ("mamba2_lm-paper-box", "mamba1_lm-paper-box")
 SECTION = "## Clocks and tile schedules on fewer SMs (bench/bench_clock.py)"
 BASE_SMS = 132
 # The LM head's backward GEMMs of the paper steps (4 x 2048 tokens, d_model 768, vocabulary
-# 50280) and their output tiles: grad_input 8192 x 768 in 192x128 tiles, grad_weight
-# 50280 x 768 in 192x192 tiles.
-GEMM_TILES = {"192x128": math.ceil(8192 / 192) * math.ceil(768 / 128),
+# 50280) and their output tiles, as ncu's tensor instructions count them (*The SM clock in a
+# step*): grad_input 8192 x 768 in 128 x 192 tiles (256; not 43 x 6 = 258 of 192 x 128, as
+# this section first had them), grad_weight 50280 x 768 in 192 x 192 tiles (1048). Both
+# grids are 2 x 66 workers.
+GEMM_TILES = {"192x128": math.ceil(8192 / 128) * math.ceil(768 / 192),
               "192x192": math.ceil(50280 / 192) * math.ceil(768 / 192)}
+GEMM_GRID = (2, 66, 1)
 
 
-def static_waves(tiles: int, grid: int, sms: int) -> tuple[float, float]:
-    """A static tile schedule (CTA c takes tiles c, c + grid, ...) whose one-CTA-an-SM grid
-    runs in waves of ``sms``: the busiest SM's tiles and the mean per SM. A CTA of the next
-    wave goes to the SM that frees first, the one whose CTA had fewest tiles."""
-    per_cta = [len(range(c, tiles, grid)) for c in range(grid)]
-    load = sorted(per_cta[:sms])
-    for k in sorted(per_cta[sms:], reverse=True):
-        load[0] += k
-        load.sort()
-    return float(max(load)), tiles / min(sms, grid)
+def static_waves(tiles: int, sms: int) -> tuple[float, float]:
+    """The model's static schedule (``simfront.sim.model.tiles``) of a 2 x 66 grid on ``sms``
+    SMs, one worker an SM: the busiest SM's tiles and the mean per SM."""
+    from simfront.sim.model.tiles import busiest_slot
+
+    return float(busiest_slot(tiles, GEMM_GRID, sms)), tiles / min(sms, 132)
 
 
 def whole_tiles(tiles: int, sms: int) -> float:
@@ -141,10 +140,10 @@ def schedule_table(ncu: pd.DataFrame) -> tuple[list[str], dict]:
     fit = {}
     for tile, t in GEMM_TILES.items():
         base = g.loc[(tile, BASE_SMS)]
-        b_static, _ = static_waves(t, int(base.grid), BASE_SMS)
+        b_static, _ = static_waves(t, BASE_SMS)
         for sms in sorted(g.loc[tile].index, reverse=True):
             r = g.loc[(tile, sms)]
-            s_max, s_mean = static_waves(t, int(r.grid), sms)
+            s_max, s_mean = static_waves(t, sms)
             imb = r.smmax / (r.smsum / sms)
             ratio = r.cycles / base.cycles
             fit[(tile, sms)] = (ratio, s_max / b_static, imb, s_max / s_mean)
@@ -515,41 +514,32 @@ READING = [
     "GEMMs hold the 700 W cap on the whole GPU and run at 1350-1425 MHz; on 96 SMs at "
     "1650-1860, on 64 at 1965, on 32 at 1980 (uncapped). The copy and the other memory-bound "
     "work run at 1980 MHz on every SM count. ncu, which runs one kernel at a time, saw the "
-    "same GEMMs at 1.53-1.55 GHz on 132 SMs, 1.76-1.81 on 96, 1.84-1.86 on 64 and 1.995 on 32; "
-    "the paper steps' ncu profiles show 1.55-1.56 GHz for these GEMMs, 1.67-1.80 for the "
-    "smaller ones, 1.80-1.83 for the Triton SSD kernels (tensor pipe 4-20% busy) and "
-    "1.94-1.99 for everything without tensor work. The model counts cycles at one clock "
-    "(1980 MHz: docs/gpu-configs.md, *The clock*), so its SM-count what-if of a GEMM is a "
-    "cycle ratio, where the hardware's time ratio is the cycle ratio times the clocks' "
-    "(0.85 at 96 SMs, 0.82 at 64 and 0.77 at 32 for the 192x128 GEMM under ncu).",
+    "same GEMMs at 1.53-1.55 GHz on 132 SMs, 1.76-1.81 on 96, 1.84-1.86 on 64 and 1.995 on 32. "
+    "A loop of one GEMM is not a step: *The SM clock in a step* measures every kernel of "
+    "both paper steps so, and model-1.12 times each kernel at the clock measured there "
+    "(the description's `clock_limits`).",
     "- **Two tile schedulers, told apart by the trace.** The persistent `coop` GEMMs "
     "(grid 132) whose traced CTAs run no global atomic, the `192x128_64x5_1x2` family, take "
     "1.67-1.89x their whole-GPU time on 96 SMs in both steps; those whose scheduler warp "
     "takes tiles with `ATOMG.E.ADD` take 1.26-1.59x. The first follow a static schedule "
-    "(CTA c takes tiles c, c + 132, ...) whose CTAs run one an SM, in waves: the 192x128 "
+    "(worker w takes tiles w, w + 132, ...), their CTAs one an SM in launch order, the "
+    "workers numbered along y first (model-1.12's `tiles.busiest_slot`): the 192x128 "
     "GEMM's cycles 2.02 / 2.47 / 4.74 against 2.00 / 2.50 / 4.50, and its busiest SM over "
-    "the mean 1.50 / 1.25 / 1.13 against 1.49 / 1.24 / 1.12. The 192x192 GEMM (12 atomics) "
+    "the mean 1.50 / 1.25 / 1.13 against 1.50 / 1.25 / 1.12. (This section first counted "
+    "258 tiles with the workers numbered x first, which gives the same figures; its 256 "
+    "tiles numbered x first give 2.00 / 2.00 / 4.00.) The 192x192 GEMM (12 atomics) "
     "follows neither that (2.00 / 2.75 / 4.75) nor whole tiles handed out one at a time "
     "(1.38 / 2.12 / 4.12): 1.52 / 2.22 / 4.52, the busiest SM 1.10 over the mean on 96 and "
     "64 SMs, its mean per-tile cycles the whole GPU's on every SM count. So the 96-SM "
     "GEMMs that *How many blocks a cluster launch holds* left open are the static family: "
-    "twice the cycles at 1.18x the clock, 1.73x the time in the Mamba2 step. The model "
-    "treats every `nvjet_sm90_` grid as a dynamic scheduler's (`persistent_spread`: 1.375x "
-    "at 96 SMs).",
-    "- **What the two would do to the what-ifs** (by arithmetic on the compare tables of "
-    "*What-ifs against hardware*, model-1.11; no model change made). Static waves for the "
-    "`192x128_64x5_1x2` GEMMs alone: the 96-SM step from -3.3% to -0.3% (Mamba2 box) and "
-    "-3.0% to -0.1% (Mamba1 box), the 64-SM per-launch MAPE from 8.05% to 8.35% and 8.11% "
-    "to 8.21%, the 32-SM steps from -0.5% to +0.5% and +2.0% to +2.8%. With the clock of "
-    "the kernels whose tensor pipe ncu finds at least 90% busy, taken from the ncu clocks "
-    "above by the SMs the kernel keeps busy: 96 SMs -1.5% and -1.3%, 64-SM MAPE 8.24% and "
-    "8.14%, 32 SMs -2.5% and 0.0%. The clock for every kernel with tensor work makes every "
-    "SM count worse (the SSD kernels' what-ifs, already below the hardware's, fall further), "
-    "so ncu's isolated clocks do not carry over to a step's kernels as they are; their "
-    "clocks in the step were not measured, and a clock model needs them. Next: the "
-    "static schedule in the model "
-    "(a persistent grid with no global atomic in its traced CTAs), and the step's clocks "
-    "on fewer SMs.",
+    "twice the cycles at 1.18x the clock, 1.73x the time in the Mamba2 step.",
+    "- **What the two would do to the what-ifs** (arithmetic under model-1.11, before "
+    "either was in the model). Static waves for the `192x128_64x5_1x2` GEMMs alone: the "
+    "96-SM step from -3.3% to -0.3% (Mamba2 box) and -3.0% to -0.1% (Mamba1 box), the "
+    "64-SM per-launch MAPE from 8.05% to 8.35% and 8.11% to 8.21%. A clock taken from "
+    "ncu's isolated clocks for every kernel with tensor work made every SM count worse. "
+    "Both are in model-1.12, the clocks measured in the step itself (*The SM clock in a "
+    "step*); its what-ifs are in *What-ifs against hardware*.",
     "- **An SM's L1 looks up more than a line a clock when the lines hit.** The copy keeps "
     "its time on 96 and 64 SMs (101-105 us against 106 on 132): its blocks 64 apart read "
     "the same lines, so on fewer SMs more of an SM's lookups hit its L1 (11% of sectors on "

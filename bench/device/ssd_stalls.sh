@@ -1,0 +1,28 @@
+#!/bin/bash
+# One device call: what the Mamba2 paper step's SSD kernels (Triton: _chunk_*, _bmm_*,
+# _state_*) wait on, on the whole GPU and on fewer SMs. ncu (`--clock-control none`) with
+# its WarpStateStats and MemoryWorkloadAnalysis sections (warp stall reasons, L1/L2 sectors
+# by operation, L2 and shared-memory throughput) over those launches of the windowed
+# iteration, the window on N SMs of a green context (`simfront profile --sms N`).
+#   bash bench/device/ssd_stalls.sh ["all 64 32"]
+# Carry .carry/wheels (mamba_ssm). Writes $OUT/ssd_stalls.tgz after every run.
+set -u
+export PYTHONUNBUFFERED=1 TRITON_CACHE_AUTOTUNING=1
+R=$PWD; T=${TMPDIR:-/tmp}; W=$T/ssd_stalls; mkdir -p $W
+python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/*.whl > $T/pip.txt 2>&1
+export PYTHONPATH=$T/site:$R
+nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv > $W/gpu.csv
+pack() { tar czf $OUT/ssd_stalls.tgz -C $T ssd_stalls; }
+for sms in ${1:-all 64 32}; do
+  t0=$(date +%s); n=$sms; [ "$sms" = all ] && n=None
+  python3 -c "
+from simfront.capture.driver import Step, profile
+r = profile(Step('mamba2_lm', 'paper', 2, 1, sms=$n), '$W/ncu_$sms', metrics='time',
+            timeout=${TO:-240}, extra_args=('--section', 'WarpStateStats', '--section',
+            'MemoryWorkloadAnalysis', '--section', 'MemoryWorkloadAnalysis_Tables',
+            '--kernel-name', 'regex:^_(chunk|bmm|state)'))
+print(r.stats)" 2>&1 | grep -v Warn | tail -3
+  echo "sms=$sms ncu $(( $(date +%s) - t0 )) s"
+  pack
+done
+ls -la $OUT
