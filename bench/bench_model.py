@@ -622,7 +622,10 @@ def clock_section(gpu) -> list[str]:
             "paper step on 132/96/64/32 SMs (*The SM clock in a step*), not on these cycles")
     return _path_section(gpu, CLOCK_SECTION, CLOCK_VARIANTS, what,
                          "the schedules and clocks", "model-1.11 -> model-1.12",
-                         CLOCK_KERNELS)
+                         CLOCK_KERNELS) + CLOCK_READING
+
+
+CLOCK_READING = ["", "Reading: both halves of model-1.12 move every paper set toward ncu and no set away: `mamba2_lm-paper-box` 10.81% -> 9.89%, `mamba1_lm-paper-box` 9.78% -> 9.15%, `mamba2_lm-paper` 14.17% -> 12.80%, `mamba2_lm-130m` 12.78% -> 11.71%, the tiny sets 0-0.2 points. The static schedules alone do most of it on the Mamba1 sets and for the grids of a tile a block (`nvjet_sm90_tst_96x128`, grid 96: 50% -> 24% off, its census-scaled work gone); the clocks do the rest, nearly all of it in the SSD kernels, whose DRAM and L2 waits are fewer of their cycles at 1.83 GHz than at 1.98 (`_chunk_scan_fwd` on `mamba2_lm-130m-box` 8.5% -> 4.8%). The GEMMs' cycles hardly move (compute-bound: a clock changes their time, not their cycles). Their clocks show in time: the what-ifs (*What-ifs against hardware*) and the steps' H100 time against the timelines."]
 
 
 #: The sections a flag rebuilds alone: flag -> (section title, lines from the H100 description).
