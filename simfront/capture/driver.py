@@ -13,14 +13,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from simfront.capture.launches import (SIDECAR, Launch, multiplicity, ncu_launches,
+from simfront.capture.launches import (SIDECAR, multiplicity, ncu_launches,
                                       read_sidecar, traced_launches, window_launches)
 from simfront.traces.multiplicity import write_multiplicity
 from simfront.capture.match import match_launches
@@ -339,7 +338,7 @@ def register(tdir: Path, step: Step, tracer: Tracer, window: Window, sampling: S
     ts = TraceStore(store)
     # Sampled kernels hold only some thread blocks by design (their headers say which), so
     # the store's every-block check would refuse them; the capture validated them instead.
-    stored = ts.register(tdir, fields, name=name, check_body=not sampling.active)
+    ts.register(tdir, fields, name=name, check_body=not sampling.active)
     dest = Path(ts.root) / name
     store_sidecar(tdir / SIDECAR, dest / SIDECAR)
     for extra in (out_dir / NCU_CSV, out_dir / "ncu_matched.csv"):
