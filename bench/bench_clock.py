@@ -20,7 +20,7 @@ Run: ``python bench/bench_clock.py``; updates its two sections of bench/RESULTS.
 
 from __future__ import annotations
 
-import lzma
+import functools
 import math
 import sys
 from pathlib import Path
@@ -63,18 +63,23 @@ def whole_tiles(tiles: int, sms: int) -> float:
 
 
 def nvjet_atomics(trace_dir: Path) -> dict[str, tuple[str, int]]:
-    """Per nvjet launch of a trace set: its kernel name and how many global atomics
-    (``ATOMG``, ``RED.E``) its traced CTAs ran: a dynamic tile scheduler takes its tiles
-    through one; a static one (tile += grid) needs none."""
-    out = {}
-    for f in sorted(trace_dir.glob("kernel-*.traceg.xz")):
-        with lzma.open(f, "rt") as fh:
-            name = fh.readline().split("=", 1)[1].strip()
-            if not name.startswith("nvjet_"):
-                continue
-            n = sum(1 for ln in fh if " ATOMG" in ln or " RED.E" in ln)
-        out[f.name] = (name, n)
-    return out
+    """Per nvjet launch of a trace set: its kernel name and how many global atomics and
+    reductions its traced CTAs ran (``simfront.sim.model.tiles.scan``): a dynamic tile
+    scheduler takes its tiles through one; a static one (tile += grid) needs none."""
+    from simfront.traces.reader import TraceSet
+
+    return {k.path.name: (k.header.name, scan_trace(k.path)[0].atomics)
+            for k in TraceSet(trace_dir).kernels() if k.header.name.startswith("nvjet_")}
+
+
+@functools.lru_cache(maxsize=None)
+def scan_trace(path: Path):
+    """``simfront.sim.model.tiles.scan`` of one kernel trace, once for both sections."""
+    from simfront.gpu import load_gpu
+    from simfront.sim.model.tiles import scan
+    from simfront.traces.reader import KernelTrace
+
+    return scan(KernelTrace(path), load_gpu("h100"))
 
 
 def hw_ratios(trace_dir: Path, labels: list[str]) -> dict[str, list[str]]:
@@ -288,8 +293,9 @@ def limits_check(df: pd.DataFrame, gpu) -> tuple[list[str], dict]:
         e = x.err.abs()
         role = "fit" if wl == FIT_STEP else "held out"
         out[wl] = (float(e.median()), float(e.max()))
-        rows.append(f"| {wl} | {role} | {len(x)} | {e.median():.1%} | {x.err.iloc[e.argmax()]:+.1%} "
-                    f"(`{x.name.iloc[e.argmax()][:40]}` on {x.sms.iloc[e.argmax()]} SMs) | "
+        w = x.iloc[e.argmax()]
+        rows.append(f"| {wl} | {role} | {len(x)} | {e.median():.1%} | {w.err:+.1%} "
+                    f"(`{w['name'][:40]}` on {w.sms} SMs) | "
                     f"{(e > 0.03).mean():.0%} |")
     out["short"] = (float((-short.err).median()), float((-short.err).max()))
     return rows, out
@@ -300,13 +306,9 @@ def gemm_tiles() -> dict:
     over the traced tiles'), its grid, schedule and traced tiles, from the box traces."""
     import numpy as np
 
-    from simfront.gpu import load_gpu
-    from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, PIPE_INDEX,
-                                           build_optable)
-    from simfront.sim.model.tiles import StoreCounts, total_tiles
+    from simfront.sim.model.tiles import total_tiles
     from simfront.sim.model.validation import pair_launches, read_ncu
 
-    gpu = load_gpu("h100")
     out = {}
     for wl, set_name in STEPS.items():
         d = TRACES / set_name
@@ -317,14 +319,7 @@ def gemm_tiles() -> dict:
             h = p.kernel.header
             if not h.name.startswith("nvjet_sm90_"):
                 continue
-            sc, tensor = StoreCounts(), 0
-            for ch in p.kernel.iter_chunks():
-                table = build_optable(ch.opcodes, gpu)
-                op = ch.op.astype(np.int64)
-                kind = table.kind[op]
-                sc.add(ch.tb.astype(np.int64), ch.warp.astype(np.int64), ch.pc,
-                       kind == K_STORE_GLOBAL, (kind == K_ATOMIC) | (kind == K_REDUCTION))
-                tensor += int((table.pipe[op] == PIPE_INDEX["tensor"]).sum())
+            sc, tensor = scan_trace(p.kernel.path)
             tl = sc.tiles()
             grid = tuple(h.grid)
             grid_tensor = p.launch.get("tensor_instructions")
@@ -382,6 +377,7 @@ SSD_PREFIXES = ("_chunk", "_bmm", "_state")
 #: warp states per issued instruction (ncu's WarpStateStats) shown side by side
 WARP_STATES = ("wait", "long_scoreboard", "short_scoreboard", "barrier", "mio_throttle",
                "not_selected")
+STALLED = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
 
 def ssd_table() -> tuple[list[str], dict]:
@@ -431,7 +427,7 @@ def ssd_table() -> tuple[list[str], dict]:
                  / hw[132][i]["lts__t_sectors_srcunit_tex.sum"])
 
         def states(n):
-            return " / ".join(f"{med(lambda i, f: hw[n][i][f'smsp__average_warps_issue_stalled_{st}_per_issue_active.ratio']):.2f}"
+            return " / ".join(f"{med(lambda i, f: hw[n][i][STALLED.format(st)]):.2f}"
                               for st in WARP_STATES)
 
         def mstall(n):
@@ -513,8 +509,9 @@ def step_section() -> str:
              f"{m1[0]:.1%} (worst {m1[1]:.1%}) on the held-out Mamba1 step. The misses are "
              "the short GEMMs (under 100 us, tensor pipes over 70% busy) on 132 SMs: their "
              f"clock is {errs['short'][0]:.0%} (median; up to {errs['short'][1]:.0%}) above the "
-             "steady-state power law's (the cap does not pull a kernel of tens of microseconds all the way "
-             "down), so the model times them that much slower on the whole GPU and their "
+             "steady-state power law's (as if the cap took longer than tens of microseconds "
+             "to pull the clock down: not measured), so the model times them that much "
+             "slower on the whole GPU and their "
              "what-ifs that much too fast.",
              "- **In the stream** the GEMMs' cycles over their CUPTI time give ncu's clocks "
              "within 2-3% on 64 to 132 SMs and about 5% more on 32 SMs; ncu starts every kernel "
@@ -530,8 +527,9 @@ def step_section() -> str:
              "whole waves, as the model now has them; the 13-us ones (`80x64`, `64x64`) take "
              "far less, their fixed costs being most of them. The dynamic GEMMs take up to 17% "
              "more cycles than the spread on 96 SMs (the 256x128 `coopA_NN` GEMMs; the "
-             "192x192 10%) and up to 9% more on 32: their tiles take more cycles at a higher clock "
-             "(the L2 keeps its own), which the model's tile does not.",
+             "192x192 10%) and up to 9% more on 32: their tiles take more cycles at the "
+             "higher clock, which the model's tile does not (why is not measured: an L2 "
+             "that keeps its own clock would do it).",
              "- **The SSD kernels are the worst miss left on fewer SMs, and it is the L2 the "
              "model gives them.** On the H100 their warps wait for the same things per issued "
              "instruction on 132 and on 64 SMs (the `_chunk_scan_fwd` row: wait 1.41, long "

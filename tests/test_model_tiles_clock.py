@@ -4,7 +4,6 @@ GEMMs and the H100 ncu profile of the same step (traces/mamba2_lm-paper-box)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from simfront.gpu import load_gpu, with_variants
@@ -83,18 +82,9 @@ def pairs():
 
 
 def test_the_trace_tells_a_static_gemm_from_a_dynamic_one(pairs):
-    from simfront.sim.model.decode import K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, build_optable
-
     gpu = load_gpu("h100")
-    found = {}
-    for name in (STATIC_GEMM, DYNAMIC_GEMM):
-        sc = tiles.StoreCounts()
-        for ch in pairs[name].kernel.iter_chunks():
-            kind = build_optable(ch.opcodes, gpu).kind[ch.op.astype(np.int64)]
-            sc.add(ch.tb.astype(np.int64), ch.warp.astype(np.int64), ch.pc,
-                   kind == K_STORE_GLOBAL, (kind == K_ATOMIC) | (kind == K_REDUCTION))
-        found[name] = sc
-    static, dynamic = found[STATIC_GEMM], found[DYNAMIC_GEMM]
+    (static, _), (dynamic, _) = (tiles.scan(pairs[n].kernel, gpu)
+                                 for n in (STATIC_GEMM, DYNAMIC_GEMM))
     assert static.atomics == 0 and dynamic.atomics > 0
     # the eight traced workers of the static GEMM each stored two tiles
     assert static.tiles() == {b: 2 for b in range(8)}

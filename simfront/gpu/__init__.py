@@ -26,7 +26,8 @@ from simfront.gpu.variants import RATIO_MODES, VARIANT_PARAMS, with_variants
 
 __all__ = [
     "GPU", "SM", "Pipe", "Pipes", "TensorPipe", "TensorRates", "RegisterFile", "L1Shared",
-    "L2", "DRAM", "DRAMTiming", "Clocks", "ClockLimits", "TensorClock", "Interconnect", "Size", "Frequency", "Bandwidth",
+    "L2", "DRAM", "DRAMTiming", "Clocks", "ClockLimits", "TensorClock", "Interconnect",
+    "Size", "Frequency", "Bandwidth",
     "PIPES", "VECTOR_PIPES", "TENSOR_DTYPES", "ConfigError", "h100", "load_gpu",
     "preset_names", "with_variants", "VARIANT_PARAMS", "RATIO_MODES", "derived", "Derived",
     "format_derived", "config_hash", "validate",

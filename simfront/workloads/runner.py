@@ -77,7 +77,6 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
     if window_sms is not None and window is None:
         raise ConfigError("an SM count for the window needs a window", field="sms")
     cuda = wl.device.startswith("cuda")
-    subset = contextlib.ExitStack()
 
     def sync() -> None:
         if cuda:
@@ -86,33 +85,35 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
             torch.cuda.current_stream().synchronize()
             torch.cuda.synchronize()
     times, losses = [], []
-    for it in range(iterations):
-        in_window = it == window
-        sync()
-        if window_sms is not None and it == window - 1:
-            from simfront.workloads.green import sm_subset
+    # the green context, entered before the window; closed after it, or on an error
+    with contextlib.ExitStack() as subset:
+        for it in range(iterations):
+            in_window = it == window
+            sync()
+            if window_sms is not None and it == window - 1:
+                from simfront.workloads.green import sm_subset
 
-            subset.enter_context(sm_subset(window_sms, wl.device))
-        if in_window:
-            if cuda and profiler:
-                torch.cuda.profiler.start()
-            if cuda and nvtx_name:
-                torch.cuda.nvtx.range_push(nvtx_name)
-            if on_window_start is not None:
-                on_window_start(wl)
-        t0 = time.perf_counter()
-        loss = wl.step()
-        sync()
-        times.append((time.perf_counter() - t0) * 1e3)
-        if in_window:
-            if on_window_end is not None:
-                on_window_end(wl)
-            if cuda and nvtx_name:
-                torch.cuda.nvtx.range_pop()
-            if cuda and profiler:
-                torch.cuda.profiler.stop()
-            subset.close()
-        losses.append(loss)     # read after the window: .item() would add a copy inside it
+                subset.enter_context(sm_subset(window_sms, wl.device))
+            if in_window:
+                if cuda and profiler:
+                    torch.cuda.profiler.start()
+                if cuda and nvtx_name:
+                    torch.cuda.nvtx.range_push(nvtx_name)
+                if on_window_start is not None:
+                    on_window_start(wl)
+            t0 = time.perf_counter()
+            loss = wl.step()
+            sync()
+            times.append((time.perf_counter() - t0) * 1e3)
+            if in_window:
+                if on_window_end is not None:
+                    on_window_end(wl)
+                if cuda and nvtx_name:
+                    torch.cuda.nvtx.range_pop()
+                if cuda and profiler:
+                    torch.cuda.profiler.stop()
+                subset.close()
+            losses.append(loss)     # read after the window: .item() would add a copy inside it
     loss_values = [float(x) for x in losses]
     device_name = torch.cuda.get_device_name(wl.device) if cuda else "cpu"
     extra = ("torch", "triton", "mamba_ssm", "torch_geometric")

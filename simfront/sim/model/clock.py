@@ -63,11 +63,8 @@ def kernel_clock(gpu, sms: int, uses_tensor: bool, tensor_busy: float) -> tuple[
 def run_clock(run, gpu) -> tuple[float, str]:
     """:func:`kernel_clock` of a timed kernel (``simulate.KernelRun``): tensor work from
     its trace pass, the busy share from SM 0's simulated time."""
-    i = PIPE_INDEX["tensor"]
-    uses = bool(run.prep.pipe_counts[i] > 0)
-    units = max(1, gpu.sm.units("tensor")) * gpu.sm.sub_partitions
-    busy = float(run.pipe_busy[i]) / (units * max(float(run.t_sm), 1.0))
-    return kernel_clock(gpu, run.prep.active_sms, uses, min(1.0, busy))
+    uses = bool(run.prep.pipe_counts[PIPE_INDEX["tensor"]] > 0)
+    return kernel_clock(gpu, run.prep.active_sms, uses, min(1.0, run.busy_share(gpu, "tensor")))
 
 
 def at_clock(gpu, hz: float):

@@ -65,14 +65,7 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         shares["dram_bandwidth" if t_dram >= t_l2 else "l2_bandwidth"] += excess
     shares["launch"] = launch_c / cycles
 
-    P = sm.sub_partitions
-    busy = {}
-    for pipe, i in PIPE_INDEX.items():
-        if pipe == "other":
-            continue
-        units = sm.units(pipe) if pipe != "other" else 1
-        denom = max(1, units) * P * max(t_sim, 1.0)
-        busy[pipe] = float(run.pipe_busy[i]) / denom
+    busy = {pipe: run.busy_share(gpu, pipe) for pipe in PIPE_INDEX if pipe != "other"}
 
     # A whole-GPU bandwidth that sets the time is the limiter, even where SM 0's own stalls
     # (a store path draining into it, say) take a larger share of the time than its excess.

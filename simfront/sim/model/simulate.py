@@ -69,6 +69,11 @@ class KernelRun:
     t_l2: float                 # its L2 bound: sectors, store port, read side
     wall_s: float = 0.0
 
+    def busy_share(self, gpu, pipe: str) -> float:
+        """``pipe``'s units on SM 0 busy, a share of their clocks over SM 0's time."""
+        units = max(1, gpu.sm.units(pipe)) * gpu.sm.sub_partitions
+        return float(self.pipe_busy[PIPE_INDEX[pipe]]) / (units * max(float(self.t_sm), 1.0))
+
 
 def memory_latencies(gpu, params: ModelParams) -> dict[str, float]:
     """Load-to-use latencies in core clocks, from the description (DRAM: the L2 hit latency

@@ -19,7 +19,7 @@ A worker's tile count is the number of times its epilogue runs: for each warp, t
 times any of its global-store instructions (by PC) ran (a store inside a per-tile loop runs
 more often; one outside it, once a tile), the most over the worker's warps (warps that store
 nothing, the producers, do not count). Pure functions; the trace pass feeds
-:class:`StoreCounts` chunk by chunk.
+:class:`StoreCounts` chunk by chunk (``scan`` reads a trace for it alone).
 """
 
 from __future__ import annotations
@@ -60,6 +60,23 @@ class StoreCounts:
         for (b, _), k in per_warp.items():
             out[b] = max(out.get(b, 0), k)
         return out
+
+
+def scan(kernel, gpu) -> tuple[StoreCounts, int]:
+    """A kernel trace's global stores and atomics and its traced tensor-pipe instructions,
+    read on their own (the model's trace pass gathers the same as it goes)."""
+    from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, PIPE_INDEX,
+                                           build_optable)
+
+    stores, tensor = StoreCounts(), 0
+    for ch in kernel.iter_chunks():
+        table = build_optable(ch.opcodes, gpu)
+        op = ch.op.astype(np.int64)
+        kind = table.kind[op]
+        stores.add(ch.tb.astype(np.int64), ch.warp.astype(np.int64), ch.pc,
+                   kind == K_STORE_GLOBAL, (kind == K_ATOMIC) | (kind == K_REDUCTION))
+        tensor += int(np.count_nonzero(table.pipe[op] == PIPE_INDEX["tensor"]))
+    return stores, tensor
 
 
 def total_tiles(tiles: dict[int, int], n_blocks: int, traced_work: float,
