@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: capture sets of experiments/corpus.yaml on the GPU through simfront's own
 # commands (trace with box sampling, ncu, CUPTI timelines on green contexts).
-#   bash bench/device/heldout.sh "h200-ho-m2-d1024 h200-ho-m1" [STAGES]
+#   bash bench/device/heldout.sh "ho-m2-d1024 ho-m1" [STAGES]
 # STAGES (default "trace profile timeline"): which of the three to run for each set.
 # PROFILE=per-config profiles one launch per launch configuration instead of every launch.
 # Carry: .carry/wheels (mamba_ssm) and .carry/nvbit/core (NVBit's public core: the tracer is
@@ -41,7 +41,8 @@ for N in $1; do
     cp $W/ncu_$N/ncu*.csv $W/ncu_$N/ncu_matched.csv $S/ 2>/dev/null
   fi
   if has timeline; then
-    tm simfront timeline $TA --sms all,96,64,32 -o $W/tl_$N --trace-set $S \
+    TS=; [ -d $S ] && TS="--trace-set $S"
+    tm simfront timeline $TA --sms all,96,64,32 -o $W/tl_$N $TS \
       > $W/logs/timeline_$N.txt 2>&1; tail -3 $W/logs/timeline_$N.txt
   fi
   [ -d $S ] && tar czf $OUT/$N.tgz -C $W/store $N
