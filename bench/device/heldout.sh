@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: capture sets of experiments/corpus.yaml on the GPU through simfront's own
 # commands (trace with box sampling, ncu, CUPTI timelines on green contexts).
-#   bash bench/device/heldout.sh "h200-ho-m2-d1024 h200-ho-m1" [STAGES]
+#   bash bench/device/heldout.sh "ho-m2-d1024 ho-m1" [STAGES]
 # STAGES (default "trace profile timeline"): which of the three to run for each set.
 # PROFILE=per-config profiles one launch per launch configuration instead of every launch.
 # Carry: .carry/wheels (mamba_ssm) and .carry/nvbit/core (NVBit's public core: the tracer is
