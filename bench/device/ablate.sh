@@ -64,4 +64,4 @@ for N in $1; do
   S=$(stat -c %s $OUT/abl_$N.tgz); [ $S -gt 16777216 ] && echo "   abl_$N.tgz is $((S >> 20)) MiB (over 16)"
 done
 tar czf $OUT/abl_logs.tgz -C $W logs
-ls -la $OUT | tail -n +2
+ls -l $OUT | tail -n +2

@@ -50,11 +50,7 @@ class KernelSpan:
 
 
 def _line_starts(source: str) -> list[int]:
-    starts = [0]
-    for i, ch in enumerate(source):
-        if ch == "\n":
-            starts.append(i + 1)
-    return starts
+    return [0] + [m.end() for m in re.finditer("\n", source)]
 
 
 def _offset(source: str, starts: list[int], lineno: int, col_bytes: int) -> int:
@@ -466,7 +462,7 @@ def pin_config(source: str, kernel: str, config: TritonConfig,
 _TUNED = re.compile(
     r"Triton autotuning for function (?P<fn>\w+),?\s*"
     r"(?:with key as (?P<key>.*?),\s*)?"
-    r"finished after (?P<secs>[\d.]+)s,?\s*"
+    r"finished after (?P<secs>[\d.]+)s[,;]?\s*"
     r"best config selected: (?P<config>[^;\n]*);", re.S)
 
 
