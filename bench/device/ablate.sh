@@ -8,13 +8,15 @@
 #   bash bench/device/ablate.sh "ho-m2-d1024 ho-m2-d512"
 # KERNELS (default the two below) and VARIANTS (default "base exp2 noexp") change the run;
 # BUDGET (s, default 520): no new step starts after it. A step that finished (its .ok
-# marker) is not run again when the folder is still there: call again to go on.
+# marker in out/ablate/abl_<set>/) is not run again while the machine is warm: call again
+# to go on.
 # Carry: .carry/wheels (mamba_ssm) and .carry/nvbit/core (the tracer is built there).
 # Results: $OUT/abl_<set>.tgz (abl_<set>/: autotune.log, <variant>/ with ablation.json,
 # timeline-{all,sms64}.csv/.json and trace/), $OUT/abl_logs.tgz.
 set -u
 export PYTHONUNBUFFERED=1 NOBANNER=1 TRITON_CACHE_AUTOTUNING=1
-R=$PWD; T=${TMPDIR:-/tmp}; W=$T/abl; mkdir -p $W/logs $OUT
+# W is an ignored folder of the checkout: it stays on a warm machine, so a later call goes on
+R=$PWD; T=${TMPDIR:-/tmp}; W=${ABL_DIR:-$R/out/ablate}; mkdir -p $W/logs $OUT
 python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/*.whl > $W/logs/pip.txt 2>&1
 export PYTHONPATH=$T/site:$R
 simfront() { python3 -m simfront "$@"; }
