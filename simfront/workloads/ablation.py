@@ -343,9 +343,6 @@ class TritonConfig:
             if v is not None and not isinstance(v, int):
                 raise AblationError(f"config value {k}={v!r} is not an integer{where}",
                                     field=k)
-        if not meta:
-            raise AblationError(f"config without meta-parameters (BLOCK_SIZE_*){where}",
-                                field="config")
         return cls(meta, **opts)
 
     @classmethod
@@ -429,6 +426,12 @@ def pin_config(source: str, kernel: str, config: TritonConfig,
     (meta-parameters, warps, stages, CTAs, registers), so its ``pre_hook`` (mamba_ssm zeroes
     atomically-added outputs there) still runs; otherwise a new ``triton.Config`` is written,
     with the pre_hook every element shares."""
+    return _pin(source, kernel, config, path)[0]
+
+
+def _pin(source: str, kernel: str, config: TritonConfig,
+         path: str | Path | None) -> tuple[str, bool]:
+    """``pin_config``'s source, and whether ``config`` was one of the list's elements."""
     node = _function_node(source, kernel, path)
     call = _autotune_call(node)
     if call is None:
@@ -454,7 +457,7 @@ def pin_config(source: str, kernel: str, config: TritonConfig,
     b = _offset(source, starts, lst.end_lineno, lst.end_col_offset)
     new = f"{source[:a]}[{text}]{source[b:]}"
     ast.parse(new)
-    return new
+    return new, match is not None
 
 
 # --- Triton's autotuning printout ------------------------------------------------------
@@ -557,9 +560,10 @@ def make_variant(package_dir: str | Path, out_dir: str | Path, kernels: list[str
         text = target.read_text()
         files.setdefault(rel, {"sha256_before": _sha(text)})
         text, count = apply_variant(text, kernel, variant, path=src_file)
-        text = pin_config(text, kernel, configs[kernel], path=src_file)
+        text, listed = _pin(text, kernel, configs[kernel], src_file)
         target.write_text(text)
-        rows[kernel] = {"file": rel, "sites": count, "config": configs[kernel].as_dict()}
+        rows[kernel] = {"file": rel, "sites": count, "config": configs[kernel].as_dict(),
+                        "config_listed": listed}
     for rel in files:
         files[rel]["sha256_after"] = _sha((dest / rel).read_text())
     record = {"format": FORMAT_VERSION, "variant": variant, "description": v.description,
