@@ -141,7 +141,8 @@ def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trac
     report = []
     for s in summaries:
         row = {"condition": s.label, "device": s.device_name, "sms": s.sms,
-               "launches": s.launches, "kernel_ms": s.kernel_ms, "step_ms": s.step_ms}
+               "launches": s.launches, "kernel_ms": s.kernel_ms, "step_ms": s.step_ms,
+               "busy_share": s.busy_share, "peak_mem_bytes": s.peak_mem_bytes}
         if trace_set is not None:
             from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
 
