@@ -165,4 +165,5 @@ def test_a_timeline_run_writes_the_new_record(tmp_path):
     assert s.gpu is None and s.peak_mem_bytes is None
     assert s.step_ms > 0 and s.extra["untimed_step_ms"] > 0
     assert s.extra["workload"] == "mamba2_lm"
+    assert s.extra["config"]["seqlen"] > 0       # what the length study reads
     assert (tmp_path / "timeline-all.csv").read_text().count("\n") == 2   # header, units

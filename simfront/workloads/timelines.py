@@ -139,7 +139,8 @@ def run_timelines(wl: Workload, sms_list: list[int | None], out_dir: Path,
         write_timeline(out_dir / f"timeline-{label}.csv", measured[0].spans)
         extra = {"l2_setaside_bytes": setaside.bytes} if setaside is not None else {}
         summ = record(measured[0], label, gpu, given, untimed_step_ms=run.step_ms[0],
-                      workload=wl.name, preset=wl.preset, config_hash=run.config_hash,
+                      workload=wl.name, preset=wl.preset, config=run.config,
+                      config_hash=run.config_hash,
                       versions=run.versions, **extra)
         write_timeline_json(out_dir / f"timeline-{label}.json", summ)
         results.append(summ)
