@@ -40,20 +40,22 @@ def test_the_shipped_sweep_reads_as_points_in_length_order():
     assert md.count("| mamba2_lm | H100 |") == 5 and "arXiv:2511.22849" in md
 
 
-def _format2_fixture(tmp_path, peak=7 << 30, with_config=True):
-    """TEST FIXTURE, not a measurement: the shipped L512 timeline in a `simfront timeline`
-    output folder, given the fields of format 2 (a made-up peak memory) and the workload
-    config a new record carries."""
+def _format2_fixture(tmp_path, peak=7 << 30, with_config=True, name="tl", source="all",
+                     **config):
+    """TEST FIXTURE, not a measurement: a shipped L512 timeline (``source``: its condition)
+    in a `simfront timeline` output folder as `timeline-all`, given the fields of format 2
+    (a made-up peak memory) and the workload config a new record carries (``config``
+    overriding fields of the set's)."""
     src = TRACES / "mamba2_lm-paper-L512"
-    out = tmp_path / "tl"
+    out = tmp_path / name
     out.mkdir()
     (out / "timeline-all.csv").write_bytes(
-        lzma.decompress((src / "whatif" / "h100-all.csv.xz").read_bytes()))
-    js = json.loads((src / "whatif" / "h100-all.json").read_text())
-    js.update(format=2, peak_mem_bytes=peak, mem_start_bytes=1 << 30)
+        lzma.decompress((src / "whatif" / f"h100-{source}.csv.xz").read_bytes()))
+    js = json.loads((src / "whatif" / f"h100-{source}.json").read_text())
+    js.update(format=2, peak_mem_bytes=peak, mem_start_bytes=1 << 30, label="all")
     if with_config:
-        js["extra"]["config"] = json.loads((src / "manifest.json").read_text())[
-            "workload"]["config"]
+        js["extra"]["config"] = {**json.loads((src / "manifest.json").read_text())[
+            "workload"]["config"], **config}
     (out / "timeline-all.json").write_text(json.dumps(js))
     return out
 
@@ -112,5 +114,27 @@ def test_cli_writes_table_plot_and_json(tmp_path):
     assert data["perfmamba"]["pruning_speedup"] == 1.14
     assert data["perfmamba"]["pruning_memory_change"] == -0.115
     assert (out / "lengths.png").stat().st_size > 10_000
-    assert (out / "lengths.md").read_text().startswith("| workload | GPU | length |")
+    assert (out / "lengths.md").read_text().startswith("| workload | GPU | d_state | length |")
+    assert data["pruning"] == []
     assert (out / "lengths.csv").read_text().count("\n") == 6
+
+
+def test_a_smaller_state_is_set_against_the_largest(tmp_path):
+    """The pruning what-if's arithmetic on two labelled fixtures: the 64-SM timeline as if
+    it were the d_state 128 step (8 GiB) and the whole GPU's as the d_state 64 one (7 GiB)."""
+    big = _format2_fixture(tmp_path, peak=8 << 30, name="s128", source="sms64")
+    small = _format2_fixture(tmp_path, peak=7 << 30, name="s64", d_state=64)
+    points = L.read_points([small, big])
+    assert [p.d_state for p in points] == [128, 64]          # largest state first
+    (r,) = L.pruning(points).itertuples()
+    assert (r.seqlen, r.d_state, r.base_d_state) == (512, 64, 128)
+    assert r.kernel_speedup == pytest.approx(points[0].kernel_ms / points[1].kernel_ms)
+    assert r.kernel_speedup > 1.3
+    assert r.wall_speedup == pytest.approx(points[0].wall_ms / points[1].wall_ms)
+    assert r.memory_change == pytest.approx(-0.125)
+    md = L.render_markdown(points)
+    assert "| mamba2_lm | 512 | 64 | 128 |" in md and "-12.5%" in md and "1.14x" in md
+    assert L.to_json(points)["pruning"][0]["memory_change"] == pytest.approx(-0.125)
+    fig = L.plot(points)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "mamba2_lm d_state 128 kernel time" in labels

@@ -14,6 +14,13 @@ older ones have none).
 A point's sequence length and batch come from the workload config the timeline records
 (``extra.config``), else from the manifest of the trace set it sits in
 (``SET/whatif/<gpu>-<condition>.json``), else it is an error naming the file.
+
+PerfMamba's pruning removes SSM states; the what-if on our side is the same step at a
+smaller ``d_state`` (``--set d_state=N``): where points of one workload and length differ in
+``d_state``, :func:`pruning` sets each against the largest, in kernel time, wall step and
+peak memory, beside PerfMamba's 1.14x and -11.50%. A smaller state is not the same
+model as a pruned one (PerfMamba keeps the active states of a trained model and adds a
+bridging layer); the comparison is of the cost, not of the accuracy.
 """
 
 from __future__ import annotations
@@ -167,9 +174,9 @@ def read_point(js: str | Path) -> LengthPoint:
 
 
 def read_points(inputs: Sequence[str | Path], condition: str = "all") -> list[LengthPoint]:
-    """Every input's point, by workload then sequence length."""
+    """Every input's point, by workload, state size (largest first), sequence length."""
     points = [read_point(js) for p in inputs for js in _timeline_files(Path(p), condition)]
-    return sorted(points, key=lambda p: (p.workload, p.seqlen))
+    return sorted(points, key=lambda p: (p.workload, -(p.d_state or 0), p.seqlen))
 
 
 def table(points: Sequence[LengthPoint]) -> pd.DataFrame:
@@ -177,7 +184,8 @@ def table(points: Sequence[LengthPoint]) -> pd.DataFrame:
     rows = []
     for p in points:
         rows.append({
-            "workload": p.workload, "gpu": p.gpu, "seqlen": p.seqlen, "batch": p.batch,
+            "workload": p.workload, "gpu": p.gpu, "d_state": p.d_state, "seqlen": p.seqlen,
+            "batch": p.batch,
             "tokens": p.tokens, "launches": p.launches, "kernel_ms": p.kernel_ms,
             "wall_ms": p.wall_ms, "busy_share": p.busy_share, "ssm_ms": p.ssm_ms,
             "ssm_share_kernel": p.ssm_share_kernel, "ssm_share_step": p.ssm_share_step,
@@ -204,20 +212,59 @@ def notes(points: Sequence[LengthPoint]) -> list[str]:
     return out
 
 
+def pruning(points: Sequence[LengthPoint]) -> pd.DataFrame:
+    """Each point whose workload and length have a point of a larger ``d_state``, against
+    the largest: kernel and wall speedups (base over point) and the peak memory's change."""
+    rows = []
+    groups: dict[tuple[str, str, int], list[LengthPoint]] = {}
+    for p in points:
+        if p.d_state is not None:
+            groups.setdefault((p.workload, p.gpu, p.seqlen), []).append(p)
+    for (wl, gpu, seqlen), ps in groups.items():
+        base = max(ps, key=lambda p: p.d_state)
+        for p in sorted(ps, key=lambda p: -p.d_state):
+            if p.d_state == base.d_state:
+                continue
+            mem = (p.peak_mem_bytes / base.peak_mem_bytes - 1
+                   if p.peak_mem_bytes and base.peak_mem_bytes else None)
+            rows.append({"workload": wl, "gpu": gpu, "seqlen": seqlen, "d_state": p.d_state,
+                         "base_d_state": base.d_state,
+                         "kernel_speedup": base.kernel_ms / p.kernel_ms,
+                         "wall_speedup": (base.wall_ms / p.wall_ms
+                                          if base.wall_ms and p.wall_ms else None),
+                         "memory_change": mem})
+    return pd.DataFrame(rows, columns=["workload", "gpu", "seqlen", "d_state", "base_d_state",
+                                       "kernel_speedup", "wall_speedup", "memory_change"])
+
+
 def render_markdown(points: Sequence[LengthPoint]) -> str:
     t = table(points)
-    lines = ["| workload | GPU | length | batch | kernel ms | wall step ms | GPU-busy share | "
-             "SSM share of kernel time | SSM share of wall step | peak memory GiB |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| workload | GPU | d_state | length | batch | kernel ms | wall step ms | "
+             "GPU-busy share | SSM share of kernel time | SSM share of wall step | "
+             "peak memory GiB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(v, fmt):
         return "n/a" if v is None or v != v else format(v, fmt)
 
     for r in t.itertuples():
-        lines.append(f"| {r.workload} | {r.gpu.upper()} | {r.seqlen} | {f(r.batch, 'd')} | "
+        lines.append(f"| {r.workload} | {r.gpu.upper()} | {f(r.d_state, '.0f')} | "
+                     f"{r.seqlen} | {f(r.batch, '.0f')} | "
                      f"{r.kernel_ms:.3f} | {f(r.wall_ms, '.3f')} | {f(r.busy_share, '.1%')} | "
                      f"{r.ssm_share_kernel:.1%} | {f(r.ssm_share_step, '.1%')} | "
                      f"{f(r.peak_mem_gib, '.2f')} |")
+    pr = pruning(points)
+    if len(pr):
+        lines += ["", "Smaller states (the pruning what-if), each against the largest "
+                  f"d_state of its workload and length; PerfMamba's pruning: "
+                  f"{PERFMAMBA.pruning_speedup:.2f}x, {PERFMAMBA.pruning_memory_change:+.2%} "
+                  "memory.", "",
+                  "| workload | length | d_state | against | kernel speedup | wall speedup | "
+                  "memory change |", "|---|---|---|---|---|---|---|"]
+        for r in pr.itertuples():
+            lines.append(f"| {r.workload} | {r.seqlen} | {r.d_state} | {r.base_d_state} | "
+                         f"{r.kernel_speedup:.3f}x | {f(r.wall_speedup, '.3f')}x | "
+                         f"{f(r.memory_change, '+.1%')} |")
     lines += ["", f"Beside it, PerfMamba ({PERFMAMBA.citation}; {PERFMAMBA.url}):"]
     lines += [f"- {x}" for x in PERFMAMBA.findings]
     lines += [f"- {x}" for x in notes(points)]
@@ -230,9 +277,12 @@ def plot(points: Sequence[LengthPoint]):
     from simfront.analysis.plots import plt
 
     t = table(points)
+    several = t.groupby("workload").d_state.nunique(dropna=False).max() > 1
+    t["series"] = [f"{w} d_state {d:.0f}" if several and d == d else w
+                   for w, d in zip(t.workload, t.d_state)]
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
     (a_time, a_ssm), (a_busy, a_mem) = axes
-    for wl, g in t.groupby("workload"):
+    for wl, g in t.groupby("series", sort=False):
         line = a_time.plot(g.seqlen, g.kernel_ms, "o-", label=f"{wl} kernel time")[0]
         if g.wall_ms.notna().any():
             a_time.plot(g.seqlen, g.wall_ms, "s--", color=line.get_color(),
@@ -277,7 +327,9 @@ def plot(points: Sequence[LengthPoint]):
 
 
 def to_json(points: Sequence[LengthPoint]) -> dict[str, Any]:
+    pr = pruning(points).astype(object)
     return {"points": [{**asdict(p), "tokens": p.tokens, "busy_share": p.busy_share,
                         "ssm_share_kernel": p.ssm_share_kernel,
                         "ssm_share_step": p.ssm_share_step} for p in points],
+            "pruning": pr.where(pr.notna(), None).to_dict("records"),
             "perfmamba": asdict(PERFMAMBA), "notes": notes(points)}
