@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import shutil
 
 import numpy as np
 import pytest
@@ -77,6 +78,8 @@ def test_conditions_name_the_model_gpu():
     assert W.condition("h100-l2set25").model_gpu().l2.size.bytes == 25 * 2**20
     with pytest.raises(InputError, match="unknown what-if condition 'h100-tv8'"):
         W.condition("h100-tv8")
+    with pytest.raises(InputError, match="no GPU description for 'a100'"):
+        W.condition("a100-sms64")
     assert W.available_conditions(TINY) == ["h100-sms96", "h100-sms64", "h100-sms32", "h200-all"]
     assert W.available_conditions(TRACES / "mamba2_lm-paper") == [
         "h100-sms96", "h100-sms64", "h100-sms32", "h100-l2set25", "h200-all"]
@@ -121,7 +124,8 @@ def test_analysis_on_real_data(tiny_sms32):
     assert s["workload"] == "mamba2_lm-tiny" and s["condition"] == "h100-sms32"
     assert s["worst"][0]["kernel"] == worst.index[0]
     md = W.render_markdown([r])
-    assert "| mamba2_lm-tiny | 32 SMs |" in md and "_chunk_cumsum_fwd_kernel" in md
+    assert "| mamba2_lm-tiny | H100 | 32 SMs |" in md and "_chunk_cumsum_fwd_kernel" in md
+    assert s["base"] == "h100-all" and r.base == "h100-all"
 
 
 @pytest.mark.slow  # the model on two GPUs: about a CPU minute
@@ -208,3 +212,118 @@ def test_report_panel(tiny_sms32, tmp_path):
     text = md.read_text()
     assert "What-ifs on hardware" in text and "32 SMs" in text
     assert "_chunk_cumsum_fwd_kernel" in text  # the autotune choices, apart
+
+
+# --- any GPU as the base ---------------------------------------------------------------------
+
+
+def test_every_shipped_set_has_the_h100_as_its_base():
+    """The H100 sets: captured on an H100 (their manifests say so), h100-all the base, and
+    their h200-all the cross-GPU condition, answered with h100-as-h200 as before."""
+    sets = sorted(d.parent for d in TRACES.glob("*/whatif"))
+    assert len(sets) >= 12
+    for d in sets:
+        assert W.base_label(d) == "h100-all"
+        assert W.has_base(d)
+        for lb in W.available_conditions(d):
+            c = W.condition(lb, "h100")
+            assert c.gpu == ("h100-as-h200" if lb == "h200-all" else "h100")
+    h200 = W.condition("h200-all", "h100")
+    assert h200.title == "H200 (4.8 TB/s, 60 MiB L2)"
+    assert [W.condition(lb).title for lb in ("h100-sms64", "h100-l2set25")] == [
+        "64 SMs", "L2 less 25 MiB set aside"]
+
+
+def test_conditions_of_an_h200_base_use_the_h200_description():
+    from simfront.gpu import config_hash, load_gpu
+
+    assert W.condition("h200-all", "h200").gpu == "h200"
+    sms = W.condition("h200-sms64", "h200")
+    assert (sms.title, sms.model_gpu().sm_count) == ("64 SMs", 64)
+    assert sms.model_gpu().l2.size.bytes == 60 << 20
+    # its own L2 less the set-aside: 60 - 25
+    assert W.condition("h200-l2set25", "h200").model_gpu().l2.size.bytes == 35 << 20
+    # the H100 seen from an H200: its own preset, named in the title
+    h100 = W.condition("h100-all", "h200")
+    assert h100.gpu == "h100" and h100.title == "H100 (3.35 TB/s, 50 MiB L2)"
+    # the H100 sets' H200 and the h200 preset are the same hardware to the model
+    assert config_hash(load_gpu("h100-as-h200")) != config_hash(load_gpu("h200"))
+    a, b = load_gpu("h100-as-h200").to_dict(), load_gpu("h200").to_dict()
+    for d in (a, b):
+        d.pop("name")
+        d["dram"].pop("capacity"), d["dram"].pop("kind")
+    assert a == b
+
+
+def _h200_fixture(tmp_path, labels=("all", "sms64"), manifest=True):
+    """TEST FIXTURE, not a measurement: a copy of the tiny Mamba2 set whose H100 timelines
+    are renamed h200-* and relabelled as run on an H200, to test how an H200-based set
+    resolves. Its numbers are the H100's."""
+    d = tmp_path / "mamba2_lm-tiny-h200-fixture"
+    shutil.copytree(TINY, d, ignore=shutil.ignore_patterns("whatif"))
+    if not manifest:
+        (d / "manifest.json").unlink()
+    (d / "whatif").mkdir()
+    for lb in labels:
+        shutil.copy(TINY / "whatif" / f"h100-{lb}.csv.xz", d / "whatif" / f"h200-{lb}.csv.xz")
+        js = json.loads((TINY / "whatif" / f"h100-{lb}.json").read_text())
+        js["device_name"] = "NVIDIA H200"
+        js["extra"]["fixture"] = "the H100 timeline renamed for a test; not an H200 run"
+        (d / "whatif" / f"h200-{lb}.json").write_text(json.dumps(js))
+    return d
+
+
+def test_an_h200_timeline_is_its_own_base(tmp_path):
+    from simfront.analysis.wallclock import step_share
+
+    d = _h200_fixture(tmp_path)
+    # the manifest still says H100 (the trace is the H100's), but the only whole-GPU
+    # timeline is the H200's
+    assert W.base_label(d) == "h200-all"
+    assert W.available_conditions(d) == ["h200-sms64"]
+    share = step_share(d)
+    assert share.source.endswith("h200-all.json")
+    assert share.step_ms == json.loads((d / "whatif" / "h200-all.json").read_text())[
+        "extra"]["untimed_step_ms"]
+    # with the H100's own timeline beside it, the manifest's GPU is the base ...
+    shutil.copy(TINY / "whatif" / "h100-all.csv.xz", d / "whatif")
+    shutil.copy(TINY / "whatif" / "h100-all.json", d / "whatif")
+    assert W.base_label(d) == "h100-all"
+    assert W.available_conditions(d) == ["h200-all", "h200-sms64"]
+    # ... unless named
+    assert W.base_label(d, "h200") == "h200-all"
+    assert W.available_conditions(d, "h200") == ["h200-sms64", "h100-all"]
+    with pytest.raises(InputError, match="no timeline 'a100-all'"):
+        W.base_label(d, "a100")
+
+
+def test_a_set_without_a_manifest_must_name_its_base(tmp_path):
+    d = _h200_fixture(tmp_path, manifest=False)
+    shutil.copy(TINY / "whatif" / "h100-all.csv.xz", d / "whatif")
+    with pytest.raises(InputError, match="--base"):
+        W.base_label(d)
+    assert W.base_label(d, "h100") == "h100-all"
+
+
+def test_a_timeline_named_for_another_gpu_is_refused(tmp_path):
+    d = _h200_fixture(tmp_path, labels=("all",))
+    shutil.copy(TINY / "whatif" / "h100-sms64.csv.xz", d / "whatif" / "h200-sms64.csv.xz")
+    shutil.copy(TINY / "whatif" / "h100-sms64.json", d / "whatif" / "h200-sms64.json")
+    with pytest.raises(InputError, match="device_name.*ran on NVIDIA H100 80GB HBM3"):
+        W.read_timeline(d, "h200-sms64")
+
+
+@pytest.mark.slow  # the model on the h200 preset twice: about a CPU minute
+def test_compare_on_an_h200_base(tmp_path):
+    d = _h200_fixture(tmp_path)
+    (r,) = W.compare(d, None, tmp_path / "cache", l2="cold")
+    assert (r.base, r.condition, r.title) == ("h200-all", "h200-sms64", "64 SMs")
+    # the hardware ratio is the renamed H100 timelines': the same as the H100 set's
+    assert r.n_trace == 197 and r.hw_ratio > 1.02
+    assert r.model_ratio > 1.0
+    cached = sorted((tmp_path / "cache").rglob("result.json"))
+    from simfront.gpu import config_hash, load_gpu, with_variants
+
+    h200 = load_gpu("h200")
+    want = {config_hash(h200)[:16], config_hash(with_variants(h200, sm_count=64))[:16]}
+    assert {p.parent.name.split("-")[0] for p in cached} == want

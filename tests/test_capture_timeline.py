@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simfront.capture.timeline import (KernelSpan, busy_ns, read_timeline_json,
-                                       spans_from_chrome_trace, summarize, write_timeline)
+from simfront.capture.timeline import (GpuInfo, KernelSpan, WindowMeasure, busy_ns, record,
+                                       read_timeline_json, spans_from_chrome_trace, summarize,
+                                       write_timeline, write_timeline_json)
 from simfront.errors import ConfigError, InputError
 from simfront.stats.ncu import read_ncu_csv
 from simfront.workloads.green import parse_sms
@@ -92,3 +93,77 @@ def test_bad_timeline_summary_names_the_file(tmp_path):
     p.write_text(json.dumps({"label": "x"}))
     with pytest.raises(InputError, match="t.json"):
         read_timeline_json(p)
+
+
+def _props(**kw):
+    """The fields of ``torch.cuda.get_device_properties`` that GpuInfo reads, as the H200
+    reported them (issue 29: 132 SMs, a 60 MiB L2)."""
+    from types import SimpleNamespace
+
+    base = dict(name="NVIDIA H200", multi_processor_count=132, L2_cache_size=60 << 20,
+                total_memory=150_110_011_392, major=9, minor=0)
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_record_from_cupti_events_holds_memory_wall_and_gpu(tmp_path):
+    """A timed iteration's record: kernels from CUPTI's events, the busy share over the
+    host's wall time, peak memory and the GPU; written and read back whole."""
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k1", "ts": 100.0, "dur": 400.0,
+         "args": {"grid": [132, 1, 1], "block": [256, 1, 1], "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k2", "ts": 300.0, "dur": 400.0,
+         "args": {"grid": [64, 1, 1], "block": [128, 1, 1], "stream": 9}},   # overlaps k1
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 90.0, "dur": 5.0},
+        {"ph": "X", "cat": "kernel", "name": "k3", "ts": 1500.0, "dur": 100.0, "args": {}},
+    ]}
+    spans = spans_from_chrome_trace(trace)
+    gpu = GpuInfo.from_props(_props())
+    m = WindowMeasure(spans, step_ms=2.0, peak_mem_bytes=3 << 30, mem_start_bytes=1 << 30)
+    rec = record(m, "sms64", gpu, 64, untimed_step_ms=1.8)
+    assert rec.launches == 3 and rec.kernel_ms == pytest.approx(0.9)
+    assert rec.busy_ms == pytest.approx(0.7)             # 100..700 us, then 1500..1600 us
+    assert rec.busy_share == pytest.approx(0.35)         # of the 2 ms between synchronizes
+    assert rec.device_name == "NVIDIA H200" and rec.sms == 64
+    assert rec.wall_step_ms == 1.8                       # the untimed iteration's wall time
+    write_timeline_json(tmp_path / "t.json", rec)
+    back = read_timeline_json(tmp_path / "t.json")
+    assert back == rec
+    assert back.gpu.l2_bytes == 60 << 20 and back.gpu.sm_count == 132
+    assert back.gpu.compute_capability == "9.0"
+    assert back.peak_mem_bytes == 3 << 30 and back.mem_start_bytes == 1 << 30
+
+
+def test_gpu_without_an_l2_size_from_an_older_torch():
+    props = _props()
+    del props.L2_cache_size
+    assert GpuInfo.from_props(props).l2_bytes is None
+
+
+def test_format_1_timelines_read_without_memory_or_gpu():
+    """Every shipped timeline predates the memory and GPU fields: they read as None, and the
+    wall step is the untimed iteration's, as simfront.analysis.wallclock takes it."""
+    paths = sorted((ROOT / "traces").glob("*/whatif/*.json"))
+    assert len(paths) >= 40
+    for path in paths:
+        s = read_timeline_json(path)
+        assert s.gpu is None and s.peak_mem_bytes is None and s.mem_start_bytes is None
+        assert s.format == 1
+        assert s.wall_step_ms == s.extra.get("untimed_step_ms", s.step_ms) > 0
+
+
+def test_a_timeline_run_writes_the_new_record(tmp_path):
+    """The timeline path of ``python -m simfront.workloads.run`` run for real on the CPU
+    (the reference implementation): no GPU, so no kernels or memory, but the record of
+    format 2 with the wall times of both iterations."""
+    from simfront.workloads.run import main
+
+    assert main(["mamba2_lm", "--preset", "tiny", "--device", "cpu", "-n", "2",
+                 "--timeline", str(tmp_path)]) == 0
+    s = read_timeline_json(tmp_path / "timeline-all.json")
+    assert s.format == 2 and s.label == "all" and s.device_name == "cpu"
+    assert s.gpu is None and s.peak_mem_bytes is None
+    assert s.step_ms > 0 and s.extra["untimed_step_ms"] > 0
+    assert s.extra["workload"] == "mamba2_lm"
+    assert s.extra["config"]["seqlen"] > 0       # what the length study reads
+    assert (tmp_path / "timeline-all.csv").read_text().count("\n") == 2   # header, units

@@ -62,7 +62,7 @@ def test_yaml_preset_equals_factory():
 
 def test_every_preset_loads_and_validates():
     names = preset_names()
-    for required in ("h100", "h100-vec2x", "h100-tv8", "h100-tv32", "h100-l2-25mb",
+    for required in ("h100", "h200", "h100-vec2x", "h100-tv8", "h100-tv32", "h100-l2-25mb",
                      "h100-66sm"):
         assert required in names
     for name in names:
@@ -70,6 +70,26 @@ def test_every_preset_loads_and_validates():
         assert gpu.name == name
         validate(gpu)
         check_gpu(gpu)  # and every built-in backend, Accel-Sim included, takes it
+
+
+def test_h200_is_the_h100_silicon_with_its_own_memory_and_front_end():
+    """As the H200 machine reported it (bench/data/device/gpu_h200.csv; the L2 size the
+    driver gave, 62914560 B); its clock limits are the H100's until measured."""
+    import pandas as pd
+
+    from simfront.paths import REPO_ROOT
+
+    g, base = load_gpu("h200"), h100()
+    smi = pd.read_csv(REPO_ROOT / "bench" / "data" / "device" / "gpu_h200.csv",
+                      skipinitialspace=True).iloc[0]
+    assert "H200" in smi["name"]
+    assert g.sm_count == base.sm_count == 132 and g.sm == base.sm
+    assert g.clocks.core.mhz_value == int(smi["clocks.max.sm [MHz]"].split()[0])
+    assert g.dram.capacity.bytes == int(smi["memory.total [MiB]"].split()[0]) << 20
+    assert g.l2.size.bytes == 62914560
+    assert g.dram.bandwidth.bytes_per_s == pytest.approx(4.8e12)
+    assert g.clock_limits == base.clock_limits
+    assert g.empty_kernel_ns < base.empty_kernel_ns
 
 
 def test_load_by_path(tmp_path):

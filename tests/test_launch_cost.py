@@ -22,6 +22,7 @@ def test_the_descriptions_take_the_measured_empty_kernel():
 
     assert load_gpu("h100").empty_kernel_ns == stream_medians("h100")["sleep0"]
     assert load_gpu("h100-as-h200").empty_kernel_ns == stream_medians("h200")["sleep0"]
+    assert load_gpu("h200").empty_kernel_ns == stream_medians("h200")["sleep0"]
     # the variants that only change the memory keep the H100's front end
     assert load_gpu("h100-hbm-4.8tbs").empty_kernel_ns == load_gpu("h100").empty_kernel_ns
 

@@ -6,6 +6,7 @@
     simfront analyze correlate SWEEP.h5 NCU.csv    simulated against measured cycles
     simfront analyze threeway SWEEP.h5...          model vs Accel-Sim vs H100, what-ifs
     simfront analyze whatif TRACE_SET              model what-ifs against hardware what-ifs
+    simfront analyze lengths DIR...                a step along sequence length (PerfMamba's)
     simfront report --out DIR [inputs]             HTML + Markdown report of all of them
     simfront demo --out DIR                        sample traces -> sweep -> balance report
 """
@@ -158,17 +159,22 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write every launch's hardware and model ratios to this CSV.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--base", default=None, metavar="GPU",
+              help="The GPU whose whole-GPU timeline (GPU-all) is the base, e.g. h200; "
+                   "default: the only one there, or the one the trace set was captured on.")
 def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: Path | None,
-               l2: str | None, worst: int, csv_out: Path | None, as_json: bool) -> None:
+               l2: str | None, worst: int, csv_out: Path | None, as_json: bool,
+               base: str | None) -> None:
     """Model what-if ratios against hardware what-if ratios of TRACE_SET(s), per launch and
-    for the step (the timelines in each set's whatif/ folder)."""
+    for the step (the timelines in each set's whatif/ folder, over the whole GPU the step
+    was captured on)."""
     from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
 
     labels = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     results = []
     for d in trace_sets:
         results += compare(d, labels, cache_dir, progress=lambda m: click.echo(m, err=True),
-                           l2=l2 or DEFAULT_L2)
+                           l2=l2 or DEFAULT_L2, base=base)
     if csv_out is not None:
         import pandas as pd
 
@@ -180,6 +186,35 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
         click.echo(_json_out(summary(results, worst)))
     else:
         click.echo(render_markdown(results, worst))
+
+
+@analyze.command("lengths")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--condition", default="all", show_default=True,
+              help="Which timeline of each input: all (the whole GPU), sms64, ...")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write lengths.md, lengths.csv and lengths.png here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the points as JSON.")
+def lengths_cmd(inputs: tuple[Path, ...], condition: str, out: Path | None,
+                as_json: bool) -> None:
+    """A step along sequence length at a fixed token count, beside PerfMamba's figures.
+
+    INPUTS: trace sets (their base GPU's whatif/ timeline), `simfront timeline` output
+    folders or timeline JSON files, one per sequence length."""
+    from simfront.analysis.lengths import plot, read_points, render_markdown, table, to_json
+
+    points = read_points(list(inputs), condition)
+    md = render_markdown(points)
+    if out is not None:
+        from simfront.analysis.plots import save
+        from simfront.atomic import write_text
+
+        out.mkdir(parents=True, exist_ok=True)
+        write_text(out / "lengths.md", md + "\n")
+        write_text(out / "lengths.csv", table(points).to_csv(index=False))
+        save(plot(points), out / "lengths.png")
+        click.echo(f"wrote {out}/lengths.md, lengths.csv, lengths.png", err=True)
+    click.echo(_json_out(to_json(points)) if as_json else md)
 
 
 @click.command("report")

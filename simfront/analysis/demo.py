@@ -191,11 +191,10 @@ def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
 def _whatif_results(sets: list[Path]) -> list:
     """The model's what-ifs against hardware, for the sets that ship timelines of the same
     step under changed hardware (``whatif/``; simfront.analysis.whatif)."""
-    from simfront.analysis.whatif import (BASE, WHATIF_DIR, available_conditions, compare,
-                                          warm_cache)
+    from simfront.analysis.whatif import available_conditions, compare, has_base, warm_cache
 
     sets = [d for d in sets if set(DEMO_WHATIF) & set(available_conditions(d))
-            and (d / WHATIF_DIR / f"{BASE}.json").is_file()]
+            and has_base(d)]
     if sets:
         n = warm_cache(sets, conditions=DEMO_WHATIF)
         _say(f"   what-ifs: {n} model runs of {', '.join(d.name for d in sets)} (cached)")

@@ -20,10 +20,6 @@ from pathlib import Path
 
 from simfront.capture.timeline import TimelineSummary, read_timeline_json
 
-#: The timeline of the step as captured, on the whole GPU, beside a trace set.
-BASELINE_TIMELINE = Path("whatif") / "h100-all.json"
-
-
 @dataclass(frozen=True)
 class StepShare:
     """A step's wall time and the GPU's busy share of it, from a measured timeline."""
@@ -68,10 +64,14 @@ def from_timeline(summary: TimelineSummary, source: str = "") -> StepShare | Non
 
 
 def step_share(trace_dir: str | Path) -> StepShare | None:
-    """The measured step share of a trace set, if a baseline timeline ships beside it."""
-    path = Path(trace_dir) / BASELINE_TIMELINE
-    if not path.exists():
+    """The measured step share of a trace set, if a base timeline (the whole GPU it was
+    captured on, ``whatif/<gpu>-all.json``: simfront.analysis.whatif.base_label) ships
+    beside it."""
+    from simfront.analysis.whatif import WHATIF_DIR, base_label, has_base
+
+    if not has_base(trace_dir):
         return None
+    path = Path(trace_dir) / WHATIF_DIR / f"{base_label(trace_dir)}.json"
     return from_timeline(read_timeline_json(path), str(path))
 
 

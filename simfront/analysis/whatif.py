@@ -1,13 +1,17 @@
-"""Model what-ifs held against hardware what-ifs (issue 12).
+"""Model what-ifs held against hardware what-ifs (issue 12), on any GPU as the base.
 
 A trace set may carry, in its ``whatif/`` folder, kernel timelines of the same step timed
-under changed hardware (``simfront timeline``; see docs/capture.md): ``h100-all`` (the
-H100 as it is: the baseline), ``h100-smsN`` (a green context of N SMs), ``h200-all`` (the
-H200: H100 silicon with 4.8 TB/s HBM3e and a 60 MiB L2), ``h100-l2setN`` (N MiB of L2 set
-aside for persisting accesses). For each condition this module asks the model the same
-question: the trace set at the H100 baseline and at the matching GPU variant
-(:data:`CONDITIONS`), and compares the *ratios* (condition over baseline), launch by launch
-and for the step.
+under changed hardware (``simfront timeline``; see docs/capture.md). A timeline's name is
+the condition: the GPU it ran on (the file-name prefix of the GPU's name, ``h100``, ``h200``)
+and the change, ``<gpu>-all`` (the whole GPU), ``<gpu>-smsN`` (a green context of N SMs),
+``<gpu>-l2setN`` (N MiB of L2 set aside for persisting accesses). The base is the whole GPU
+the step was captured on (:func:`base_label`: the one ``<gpu>-all`` timeline there, or,
+where there are several, the one of the GPU the trace set's manifest names); every other
+``<gpu>-all`` is a cross-GPU condition (``h200-all`` of the H100 sets: the H200, H100
+silicon with 4.8 TB/s HBM3e and a 60 MiB L2). For each condition this module asks the model
+the same question: the trace set on the base GPU's description and on the condition's
+(:func:`condition`), and compares the *ratios* (condition over base), launch by launch and
+for the step.
 
 Launches are paired as in :mod:`simfront.stats.matching` (name, grid and block, in order).
 A timeline comes from another process than the trace, so Triton may have autotuned another
@@ -42,6 +46,7 @@ import pandas as pd
 
 from simfront.errors import InputError
 
+#: The baseline of the shipped H100 sets (each set's own is :func:`base_label`'s).
 BASE = "h100-all"
 #: How the model's L2 starts for the what-ifs unless told: ``cold`` or ``warm``. Warm, because
 #: the timelines time an unprofiled step whose L2 carries from kernel to kernel: on the six
@@ -71,32 +76,105 @@ class Condition:
         return with_variants(g, **dict(self.variants)) if self.variants else g
 
 
-_FIXED = {
-    BASE: Condition(BASE, "H100", "h100"),
-    "h200-all": Condition("h200-all", "H200 (4.8 TB/s, 60 MiB L2)", "h100-as-h200"),
-}
+_LABEL = re.compile(r"([a-z]+\d+)-(all|sms(\d+)|l2set(\d+))")
+
+#: The description of a GPU seen from another's base where it is not the GPU's own preset:
+#: the H100 sets' H200 is ``h100-as-h200``, the H100 with the H200's DRAM bandwidth, L2 and
+#: front end. It differs from the ``h200`` preset only in the DRAM's capacity and kind, which
+#: the model does not read; it is kept so that those sets' cached model runs and published
+#: figures stay as they are.
+CROSS_GPU = {("h100", "h200"): "h100-as-h200"}
 
 
-def condition(label: str) -> Condition:
-    """The condition a timeline's file stem names; unknown names are an error."""
-    if label in _FIXED:
-        return _FIXED[label]
-    m = re.fullmatch(r"h100-sms(\d+)", label)
-    if m:
-        n = int(m.group(1))
-        return Condition(label, f"{n} SMs", "h100", (("sm_count", n),))
-    m = re.fullmatch(r"h100-l2set(\d+)", label)
-    if m:
-        # The H100's 50 MiB L2 less N MiB held by persisting lines of a pinned buffer
+def label_gpu(label: str) -> str:
+    """``h200-sms64`` -> ``h200``: the GPU a timeline's file stem says it ran on."""
+    m = _LABEL.fullmatch(label)
+    if not m:
+        raise InputError(f"unknown what-if condition '{label}' (known: <gpu>-all, "
+                         "<gpu>-smsN, <gpu>-l2setN, e.g. h100-all, h200-sms64)")
+    return m.group(1)
+
+
+def _gpu_title(gpu) -> str:
+    return (f"{gpu.name.upper()} ({gpu.dram.bandwidth.bytes_per_s / 1e12:.3g} TB/s, "
+            f"{gpu.l2.size.bytes >> 20} MiB L2)")
+
+
+def condition(label: str, base: str = "h100") -> Condition:
+    """The condition a timeline's file stem names, seen from a step captured on ``base``
+    (a GPU preset name, the prefix of the base's ``<gpu>-all``). The model's GPU is the
+    preset of the label's GPU (:data:`CROSS_GPU` where it is another's variant) with the
+    label's change; unknown names, and GPUs without a preset, are an error."""
+    from simfront.errors import ConfigError
+    from simfront.gpu import load_gpu
+
+    gpu = label_gpu(label)
+    m = _LABEL.fullmatch(label)
+    preset = gpu if gpu == base else CROSS_GPU.get((base, gpu), gpu)
+    try:
+        desc = load_gpu(preset)
+    except ConfigError as exc:
+        raise InputError(f"what-if condition '{label}': no GPU description for '{gpu}' "
+                         f"({exc.reason})") from None
+    own = gpu == base
+    prefix = "" if own else _gpu_title(desc.replace(name=gpu)) + ", "
+    if m.group(3):
+        n = int(m.group(3))
+        return Condition(label, f"{prefix}{n} SMs", preset, (("sm_count", n),))
+    if m.group(4):
+        # The GPU's L2 less N MiB held by persisting lines of a pinned buffer
         # (`simfront timeline --l2-setaside N`): the rest is what normal accesses can use.
-        # The persisting mode also slowed write-heavy streaming kernels 13-29% at a 25 MiB
-        # set-aside, and with the limit set alone (bench/device/l2_setaside_stream.py): no
-        # l2_size variant can show that.
-        left = 50 - int(m.group(1))
-        return Condition(label, f"L2 less {m.group(1)} MiB set aside", "h100",
+        # The persisting mode also slowed write-heavy streaming kernels 13-29% on the H100
+        # at a 25 MiB set-aside, and with the limit set alone
+        # (bench/device/l2_setaside_stream.py): no l2_size variant can show that.
+        n = int(m.group(4))
+        left = (desc.l2.size.bytes >> 20) - n
+        if left <= 0:
+            raise InputError(f"what-if condition '{label}': {n} MiB set aside leaves no "
+                             f"L2 of {preset}'s {desc.l2.size}")
+        return Condition(label, f"{prefix}L2 less {n} MiB set aside", preset,
                          (("l2_size", f"{left} MiB"),))
-    raise InputError(f"unknown what-if condition '{label}' (known: {BASE}, h200-all, "
-                     "h100-smsN, h100-l2setN)")
+    return Condition(label, gpu.upper() if own else _gpu_title(desc.replace(name=gpu)),
+                     preset)
+
+
+def _manifest_gpu(trace_dir: Path) -> str | None:
+    from simfront.capture.timeline import gpu_prefix
+
+    man = trace_dir / "manifest.json"
+    if not man.is_file():
+        return None
+    try:
+        gpu = json.loads(man.read_text()).get("gpu")
+    except json.JSONDecodeError as exc:
+        raise InputError(f"unreadable manifest: {exc}", man) from None
+    return gpu_prefix(gpu) if isinstance(gpu, str) and gpu else None
+
+
+def base_label(trace_dir: str | Path, base: str | None = None) -> str:
+    """The label of a trace set's base timeline: ``<gpu>-all`` of the GPU the step was
+    captured on. ``base`` (a GPU, ``h200``) names it; else the one whole-GPU timeline in
+    ``whatif/``, or, where there are several (the H100 sets time the H200 too), the one of
+    the GPU the set's manifest says it was captured on."""
+    trace_dir = Path(trace_dir)
+    alls = sorted({lb[:-4] for lb in _labels(trace_dir) if lb.endswith("-all")})
+    if base is not None:
+        if base not in alls:
+            raise InputError(f"no timeline '{base}-all' to be the base (whole-GPU timelines "
+                             f"there: {', '.join(a + '-all' for a in alls) or 'none'})",
+                             trace_dir / WHATIF_DIR)
+        return f"{base}-all"
+    if not alls:
+        raise InputError("no whole-GPU timeline (<gpu>-all.csv[.xz]) to be the base",
+                         trace_dir / WHATIF_DIR)
+    if len(alls) == 1:
+        return f"{alls[0]}-all"
+    captured = _manifest_gpu(trace_dir)
+    if captured in alls:
+        return f"{captured}-all"
+    raise InputError(f"whole-GPU timelines of {', '.join(alls)} and the trace set's manifest "
+                     "names none of them as the GPU it was captured on: name the base "
+                     "(--base GPU)", trace_dir / WHATIF_DIR)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,19 +189,35 @@ def _timeline_path(trace_dir: Path, label: str) -> Path:
     raise InputError(f"no timeline '{label}' (expected {label}.csv[.xz])", trace_dir / WHATIF_DIR)
 
 
-def available_conditions(trace_dir: str | Path) -> list[str]:
-    """Condition labels with a timeline in ``trace_dir/whatif``, the baseline excluded, in
-    a stable order (SM counts descending, then the rest by name)."""
+def has_base(trace_dir: str | Path) -> bool:
+    """Whether the set has a base timeline with its summary (the step's wall time)."""
+    try:
+        lb = base_label(trace_dir)
+    except InputError:
+        return False
+    return (Path(trace_dir) / WHATIF_DIR / f"{lb}.json").is_file()
+
+
+def _labels(trace_dir: Path) -> set[str]:
     d = Path(trace_dir) / WHATIF_DIR
-    if not d.is_dir():
+    return {p.name.split(".")[0] for p in d.glob("*.csv*")} if d.is_dir() else set()
+
+
+def available_conditions(trace_dir: str | Path, base: str | None = None) -> list[str]:
+    """Condition labels with a timeline in ``trace_dir/whatif``, the base excluded
+    (:func:`base_label`; ``base`` names its GPU), in a stable order (the base GPU's SM
+    counts descending, then the rest by name)."""
+    labels = _labels(Path(trace_dir))
+    if not labels:
         return []
-    labels = {p.name.split(".")[0] for p in d.glob("*.csv*")} - {BASE}
+    base_lb = base_label(trace_dir, base)
+    gpu = base_lb[:-4]
 
     def key(s: str):
-        m = re.fullmatch(r"h100-sms(\d+)", s)
+        m = re.fullmatch(rf"{re.escape(gpu)}-sms(\d+)", s)
         return (0, -int(m.group(1)), s) if m else (1, 0, s)
 
-    return sorted(labels, key=key)
+    return sorted(labels - {base_lb}, key=key)
 
 
 def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict]:
@@ -137,6 +231,13 @@ def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict
                          _timeline_path(trace_dir, label))
     js = trace_dir / WHATIF_DIR / f"{label}.json"
     summary = json.loads(js.read_text()) if js.is_file() else {}
+    device = summary.get("device_name")
+    if device and _LABEL.fullmatch(label):
+        from simfront.capture.timeline import gpu_prefix
+
+        if gpu_prefix(device) != label_gpu(label):
+            raise InputError(f"the timeline ran on {device} ({gpu_prefix(device)}), but its "
+                             f"name says {label_gpu(label)}", js, field="device_name")
     return df.reset_index(drop=True), summary
 
 
@@ -320,6 +421,7 @@ class WhatIf:
     n_library: int
     extra: dict[str, Any] = field(default_factory=dict)
     l2: str = DEFAULT_L2                  # how the model's L2 started: cold or warm
+    base: str = BASE                      # the base timeline's label: <gpu>-all
 
     @property
     def step_error(self) -> float:
@@ -353,24 +455,28 @@ class WhatIf:
         return k[k.share >= min_share].head(n)
 
 
-def _warm_one(args: tuple[str, str, str | None, str]) -> None:
-    trace_dir, label, cache_dir, l2 = args
-    model_records(trace_dir, condition(label).model_gpu(),
+def _warm_one(args: tuple[str, str, str, str | None, str]) -> None:
+    trace_dir, label, base_gpu, cache_dir, l2 = args
+    model_records(trace_dir, condition(label, base_gpu).model_gpu(),
                   Path(cache_dir) if cache_dir else None, l2=l2)
 
 
 def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
                workers: int | None = None, conditions: Sequence[str] | None = None,
-               l2: str = DEFAULT_L2) -> int:
-    """Run the model runs that :func:`compare` will need (each set's baseline and every
+               l2: str = DEFAULT_L2, base: str | None = None) -> int:
+    """Run the model runs that :func:`compare` will need (each set's base and every
     condition with a timeline) side by side in ``workers`` processes (default: the cores),
     so that the comparisons then read the cache. Returns how many runs there were."""
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    work = [(str(d), lb, str(cache_dir) if cache_dir else None, l2) for d in trace_sets
-            for lb in dict.fromkeys([BASE, *(c for c in available_conditions(d)
-                                             if conditions is None or c in conditions)])]
+    work = []
+    for d in trace_sets:
+        base_lb = base_label(d, base)
+        work += [(str(d), lb, base_lb[:-4], str(cache_dir) if cache_dir else None, l2)
+                 for lb in dict.fromkeys([base_lb, *(
+                     c for c in available_conditions(d, base)
+                     if conditions is None or c in conditions)])]
     workers = workers or os.cpu_count() or 1
     if workers > 1 and len(work) > 1:
         with ProcessPoolExecutor(min(workers, len(work))) as pool:
@@ -384,19 +490,23 @@ def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
 def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,
             cache_dir: Path | None = None,
             progress: Callable[[str], None] | None = None,
-            l2: str = DEFAULT_L2) -> list[WhatIf]:
+            l2: str = DEFAULT_L2, base: str | None = None) -> list[WhatIf]:
     """Every condition (default: all with a timeline) of a trace set, model against
-    hardware; the model's L2 ``cold`` or ``warm`` (see the module docstring)."""
+    hardware, over the set's base (:func:`base_label`; ``base`` names its GPU); the
+    model's L2 ``cold`` or ``warm`` (see the module docstring)."""
     trace_dir = Path(trace_dir)
-    labels = list(conditions) if conditions else available_conditions(trace_dir)
+    base_lb = base_label(trace_dir, base) if _labels(trace_dir) else BASE
+    base_gpu = base_lb[:-4]
+    labels = list(conditions) if conditions else available_conditions(trace_dir, base)
     if not labels:
         raise InputError("no what-if timelines (whatif/*.csv[.xz]) beside the trace set",
                          trace_dir)
-    conds = [condition(lb) for lb in labels]
+    conds = [condition(lb, base_gpu) for lb in labels]
     trace = trace_launches(trace_dir)
-    base_tl, base_sum = read_timeline(trace_dir, BASE)
+    base_tl, base_sum = read_timeline(trace_dir, base_lb)
     base_pair = pair_timeline(trace, base_tl)
-    base_model = model_records(trace_dir, condition(BASE).model_gpu(), cache_dir, progress, l2)
+    base_model = model_records(trace_dir, condition(base_lb, base_gpu).model_gpu(), cache_dir,
+                               progress, l2)
     out = []
     for c in conds:
         tl, summ = read_timeline(trace_dir, c.label)
@@ -435,7 +545,7 @@ def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,
             extra={"device": summ.get("device_name"), "hw_timeline_launches": len(tl),
                    "base_timeline_launches": len(base_tl),
                    "hw_step_ms": summ.get("step_ms"), "base_step_ms": base_sum.get("step_ms")},
-            l2=l2))
+            l2=l2, base=base_lb))
     return out
 
 
@@ -458,8 +568,8 @@ def summary(results: Sequence[WhatIf], worst: int = 3) -> list[dict[str, Any]]:
     out = []
     for r in results:
         w = r.worst(worst)
-        out.append({"workload": r.workload, "condition": r.condition, "title": r.title,
-                    "l2": r.l2,
+        out.append({"workload": r.workload, "base": r.base, "condition": r.condition,
+                    "title": r.title, "l2": r.l2,
                     "hw_ratio": r.hw_ratio, "model_ratio": r.model_ratio,
                     "step_error": r.step_error, "hw_ratio_step": r.hw_ratio_step,
                     "model_ratio_step": r.model_ratio_step,
@@ -498,12 +608,13 @@ def library_notes(results: Sequence[WhatIf]) -> list[str]:
 def render_markdown(results: Sequence[WhatIf], worst: int = 3) -> str:
     """A table of the step ratios and per-launch errors with the worst kernels, then the
     library choices of each condition."""
-    lines = ["| trace set | condition | hw step ratio | model | error | hw whole step | "
+    lines = ["| trace set | base | condition | hw step ratio | model | error | hw whole step | "
              "model whole step | per-launch ratio MAPE | time-weighted | paired / library / "
              "launches | worst kernels (hw -> model) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary(results, worst):
-        lines.append(f"| {s['workload']} | {s['title']} | {s['hw_ratio']:.3f} | "
+        base = s["base"][:-4].upper()
+        lines.append(f"| {s['workload']} | {base} | {s['title']} | {s['hw_ratio']:.3f} | "
                      f"{s['model_ratio']:.3f} | {s['step_error']:+.1%} | "
                      f"{s['hw_ratio_step']:.3f} | {s['model_ratio_step']:.3f} | "
                      f"{s['per_kernel_mape']:.1%} | {s['weighted_error']:.1%} | "
@@ -535,7 +646,7 @@ def panel_section(trace_sets: Sequence[str | Path], cache_dir: Path | None = Non
 
     results = list(results or [])
     for d in trace_sets:
-        if available_conditions(d) and (Path(d) / WHATIF_DIR / f"{BASE}.json").is_file():
+        if available_conditions(d) and has_base(d):
             results += compare(d, conditions, cache_dir=cache_dir, progress=progress)
     if not results:
         return None

@@ -106,8 +106,9 @@ def match_cmd(ncu_csv, trace_dir, out):
     click.echo(json.dumps(match_profile(ncu_csv, trace_dir, out), indent=1))
 
 
-@click.command(name="timeline")
+@click.command(name="timeline", context_settings={"ignore_unknown_options": True})
 @click.argument("workload")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--preset", default="tiny", show_default=True)
 @click.option("--iterations", "-n", default=2, show_default=True, type=int,
               help="As `python -m simfront.workloads.run --timeline`: N-1 (at least one) "
@@ -125,34 +126,58 @@ def match_cmd(ncu_csv, trace_dir, out):
                    "(<gpu>-<condition>.csv.xz) and pair them with its launches.")
 @click.option("--force", is_flag=True, help="Replace timelines already in the trace set.")
 @click.option("--device", default="cuda", show_default=True)
-def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trace_set, force,
-                 device):
+@click.option("--timeout", default=1800.0, show_default=True,
+              help="Seconds per condition (a script's run).")
+def timeline_cmd(workload, script_args, preset, iterations, sets, sms, l2_setaside, out,
+                 trace_set, force, device, timeout):
     """Time every kernel of WORKLOAD's steady-state step with CUPTI, on the whole GPU or on
-    a green context's SMs: the hardware side of a what-if (see docs/capture.md)."""
-    from simfront.capture.timeline import store_beside
-    from simfront.workloads.run import parse_sets
-    from simfront.workloads.green import parse_sms
-    from simfront.workloads.timelines import run_timelines
-    from simfront.workloads.workload import build
+    a green context's SMs: the hardware side of a what-if (see docs/capture.md).
 
-    wl = build(workload, preset, device=device, overrides=parse_sets(list(sets)))
-    summaries = run_timelines(wl, parse_sms(sms), out, warmup=max(1, iterations - 1),
-                              l2_setaside_mb=l2_setaside)
+    WORKLOAD is a registered workload, or a .py script followed by its arguments: the
+    script's torch.cuda.profiler.start()/stop() window is timed, one run per condition."""
+    from simfront.workloads.green import parse_sms
+
+    if workload.endswith(".py"):
+        from simfront.capture.script_timeline import run_script_timelines
+
+        if sets:
+            raise click.UsageError("--set overrides a registered workload's config; a "
+                                   "script takes its own arguments")
+        summaries = run_script_timelines(workload, script_args, parse_sms(sms), out,
+                                         l2_setaside_mb=l2_setaside, timeout=timeout)
+    else:
+        from simfront.workloads.run import parse_sets
+        from simfront.workloads.timelines import run_timelines
+        from simfront.workloads.workload import build
+
+        if script_args:
+            raise click.UsageError(f"unexpected arguments {' '.join(script_args)} (only a "
+                                   f".py script takes arguments)")
+        wl = build(workload, preset, device=device, overrides=parse_sets(list(sets)))
+        summaries = run_timelines(wl, parse_sms(sms), out, warmup=max(1, iterations - 1),
+                                  l2_setaside_mb=l2_setaside)
     report = []
     for s in summaries:
         row = {"condition": s.label, "device": s.device_name, "sms": s.sms,
-               "launches": s.launches, "kernel_ms": s.kernel_ms, "step_ms": s.step_ms}
+               "launches": s.launches, "kernel_ms": s.kernel_ms, "step_ms": s.step_ms,
+               "busy_share": s.busy_share, "peak_mem_bytes": s.peak_mem_bytes}
         if trace_set is not None:
-            from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
-
-            csv_out, _ = store_beside(out, s.label, trace_set, force=force)
-            tl, _ = read_timeline(trace_set, csv_out.name.split(".")[0])
-            pairs = pair_timeline(trace_launches(trace_set), tl)
-            row["stored"] = str(csv_out)
-            row["paired"] = {str(k): int(v) for k, v in
-                             pairs.match.value_counts(dropna=False).items()}
+            row.update(store_and_pair(out, s.label, trace_set, force))
         report.append(row)
     click.echo(json.dumps(report, indent=1))
+
+
+def store_and_pair(out: Path, label: str, trace_set: Path, force: bool) -> dict:
+    """Store one condition's timeline in the trace set's whatif/ folder and say how its
+    launches paired with the set's."""
+    from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
+    from simfront.capture.timeline import store_beside
+
+    csv_out, _ = store_beside(out, label, trace_set, force=force)
+    tl, _ = read_timeline(trace_set, csv_out.name.split(".")[0])
+    pairs = pair_timeline(trace_launches(trace_set), tl)
+    return {"stored": str(csv_out),
+            "paired": {str(k): int(v) for k, v in pairs.match.value_counts(dropna=False).items()}}
 
 
 # Every click command or group this stage adds to `simfront`.

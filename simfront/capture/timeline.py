@@ -10,8 +10,12 @@ A timeline is written as a CSV in the layout of ``ncu --csv --page raw`` (a head
 unit row, one row per launch) with the columns ``ID``, ``Kernel Name``, ``Grid Size``,
 ``Block Size``, ``Stream``, ``gpu__time_duration.sum`` (ns) and ``start`` (ns from the first
 kernel's start), so :func:`simfront.stats.ncu.read_ncu_csv`, launch pairing and correlation
-read it as they read a profile. A ``timeline.json`` beside it holds the condition (device,
-SM count), the step's wall time and the GPU's busy share.
+read it as they read a profile. A ``timeline.json`` beside it holds the condition (the GPU
+as torch reports it: name, SM count, L2 size; the SMs the step ran on), the step's wall time
+(host time between device synchronizes around the timed iteration), the GPU's busy share of
+it (the union of kernel intervals over the wall time) and the peak GPU memory of the timed
+iteration (``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` at its
+start). Files of format 1 have no GPU description and no memory; they read with those None.
 
 Parsing is pure; only :class:`KernelTimer` needs torch.
 """
@@ -27,7 +31,7 @@ from typing import Any, Iterable
 from simfront.atomic import write_text
 from simfront.errors import InputError
 
-TIMELINE_FORMAT = 1
+TIMELINE_FORMAT = 2
 COLUMNS = ("ID", "Kernel Name", "Grid Size", "Block Size", "Stream", "gpu__time_duration.sum",
            "start")
 UNITS = ("", "", "", "", "", "nsecond", "nsecond")
@@ -45,6 +49,40 @@ class KernelSpan:
     stream: int = 0
     regs: int | None = None
     shmem: int | None = None
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """The GPU a timeline ran on, as the driver reports it through torch (the whole GPU: a
+    green context's SM count is the timeline's ``sms``)."""
+
+    name: str
+    sm_count: int
+    l2_bytes: int | None               # None: torch too old to report it
+    memory_bytes: int | None = None
+    compute_capability: str = ""
+
+    @classmethod
+    def from_props(cls, props: Any) -> GpuInfo:
+        """From ``torch.cuda.get_device_properties(i)``."""
+        l2 = getattr(props, "L2_cache_size", None)
+        return cls(name=str(props.name), sm_count=int(props.multi_processor_count),
+                   l2_bytes=None if l2 is None else int(l2),
+                   memory_bytes=int(props.total_memory),
+                   compute_capability=f"{props.major}.{props.minor}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GpuInfo:
+        return cls(**data)
+
+
+def device_gpu(device: str = "cuda") -> GpuInfo:
+    """The GPU of ``device``, read from torch."""
+    import torch
+
+    dev = torch.device(device)
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    return GpuInfo.from_props(torch.cuda.get_device_properties(index))
 
 
 @dataclass
@@ -65,6 +103,16 @@ class TimelineSummary:
     busy_share: float | None
     extra: dict[str, Any] = field(default_factory=dict)
     format: int = TIMELINE_FORMAT
+    # format 2
+    gpu: GpuInfo | None = None
+    peak_mem_bytes: int | None = None  # max_memory_allocated over the timed iteration
+    mem_start_bytes: int | None = None  # memory_allocated as it began: weights, optimizer state
+
+    @property
+    def wall_step_ms(self) -> float | None:
+        """The wall-clock step: the untimed iteration before the timed one where it was
+        measured (no CUPTI attached), else the timed one."""
+        return self.extra.get("untimed_step_ms") or self.step_ms
 
 
 def _dim3(value: Any) -> tuple[int, int, int]:
@@ -106,7 +154,9 @@ def busy_ns(spans: Iterable[KernelSpan]) -> float:
 
 
 def summarize(spans: list[KernelSpan], label: str, device_name: str, sms: int | None,
-              step_ms: float | None, **extra: Any) -> TimelineSummary:
+              step_ms: float | None, *, gpu: GpuInfo | None = None,
+              peak_mem_bytes: int | None = None, mem_start_bytes: int | None = None,
+              **extra: Any) -> TimelineSummary:
     busy = busy_ns(spans) / 1e6
     span = ((max(s.start_ns + s.dur_ns for s in spans) - spans[0].start_ns) / 1e6
             if spans else 0.0)
@@ -115,7 +165,26 @@ def summarize(spans: list[KernelSpan], label: str, device_name: str, sms: int | 
                            busy_ms=round(busy, 4), span_ms=round(span, 4),
                            step_ms=None if step_ms is None else round(step_ms, 4),
                            busy_share=round(busy / step_ms, 4) if step_ms else None,
-                           extra=extra)
+                           extra=extra, gpu=gpu, peak_mem_bytes=peak_mem_bytes,
+                           mem_start_bytes=mem_start_bytes)
+
+
+@dataclass(frozen=True)
+class WindowMeasure:
+    """What :class:`StepProbe` measured of one iteration."""
+
+    spans: list[KernelSpan]
+    step_ms: float | None              # host time between the synchronizes around it
+    peak_mem_bytes: int | None
+    mem_start_bytes: int | None
+
+
+def record(measure: WindowMeasure, label: str, gpu: GpuInfo | None, sms: int | None,
+           **extra: Any) -> TimelineSummary:
+    """The timeline record of a measured iteration on ``gpu`` (None: not a GPU)."""
+    return summarize(measure.spans, label, gpu.name if gpu is not None else "cpu", sms,
+                     measure.step_ms, gpu=gpu, peak_mem_bytes=measure.peak_mem_bytes,
+                     mem_start_bytes=measure.mem_start_bytes, **extra)
 
 
 def write_timeline(path: str | Path, spans: list[KernelSpan]) -> None:
@@ -140,8 +209,10 @@ def read_timeline_json(path: str | Path) -> TimelineSummary:
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"cannot read timeline summary: {exc}", path) from None
     try:
+        if isinstance(data.get("gpu"), dict):
+            data["gpu"] = GpuInfo.from_dict(data["gpu"])
         return TimelineSummary(**data)
-    except TypeError as exc:
+    except (TypeError, AttributeError) as exc:
         raise InputError(f"not a timeline summary ({exc})", path) from None
 
 
@@ -172,6 +243,53 @@ class KernelTimer:
         scratch.unlink()
         self._prof = None
         return self.spans
+
+
+def _sync() -> None:
+    import torch
+
+    # the current stream first: under a green context (simfront.workloads.green.sm_subset)
+    # it belongs to another CUDA context than the one synchronize() waits on
+    torch.cuda.current_stream().synchronize()
+    torch.cuda.synchronize()
+
+
+class StepProbe:
+    """Measures one iteration between :meth:`open` and :meth:`close`: its kernels under
+    CUPTI, the host time between device synchronizes around it and the peak GPU memory
+    allocated through torch while it ran. ``cuda=False``: the wall time only."""
+
+    def __init__(self, scratch: Path, cuda: bool = True) -> None:
+        self.scratch = scratch
+        self.cuda = cuda
+        self.timer = KernelTimer()
+        self._t0 = 0.0
+        self._mem0: int | None = None
+
+    def open(self) -> None:
+        import time
+
+        if self.cuda:
+            import torch
+
+            _sync()
+            torch.cuda.reset_peak_memory_stats()
+            self._mem0 = int(torch.cuda.memory_allocated())
+            self.timer.start()
+        self._t0 = time.perf_counter()
+
+    def close(self) -> WindowMeasure:
+        import time
+
+        if not self.cuda:
+            return WindowMeasure([], (time.perf_counter() - self._t0) * 1e3, None, None)
+        import torch
+
+        _sync()
+        step_ms = (time.perf_counter() - self._t0) * 1e3
+        peak = int(torch.cuda.max_memory_allocated())
+        spans = self.timer.stop(self.scratch)
+        return WindowMeasure(spans, step_ms, peak, self._mem0)
 
 
 def gpu_prefix(device_name: str) -> str:

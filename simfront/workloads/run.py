@@ -98,8 +98,9 @@ def _timelines(args: argparse.Namespace) -> int:
                overrides=parse_sets(args.sets), amp=args.amp)
     for s in run_timelines(wl, sms, args.timeline, warmup=max(1, args.iterations - 1),
                            l2_setaside_mb=args.l2_setaside):
+        mem = "" if s.peak_mem_bytes is None else f", peak {s.peak_mem_bytes / 2**30:.2f} GiB"
         print(f"{s.label}: {s.launches} kernels, kernel {s.kernel_ms:.3f} ms, busy "
-              f"{s.busy_ms:.3f} ms, step {s.step_ms} ms", flush=True)
+              f"{s.busy_ms:.3f} ms, step {s.step_ms} ms{mem}", flush=True)
     return 0
 
 

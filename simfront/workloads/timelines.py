@@ -22,8 +22,8 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from simfront.capture.timeline import (KernelTimer, TimelineSummary, summarize, write_timeline,
-                                       write_timeline_json)
+from simfront.capture.timeline import (StepProbe, TimelineSummary, device_gpu, record,
+                                       write_timeline, write_timeline_json)
 from simfront.workloads.green import sm_subset
 from simfront.workloads.runner import RunSummary, run_workload
 from simfront.workloads.workload import Workload
@@ -107,41 +107,41 @@ def run_timelines(wl: Workload, sms_list: list[int | None], out_dir: Path,
     """Time the step's kernels under each condition (each SM count of ``sms_list``, then, if
     given, the whole GPU with ``l2_setaside_mb`` MiB of L2 set aside); write
     ``timeline-<label>.csv`` and ``timeline-<label>.json`` per condition into ``out_dir``."""
-    import torch
 
     out_dir.mkdir(parents=True, exist_ok=True)
     if warmup:
         run_workload(wl, warmup, None, profiler=False, nvtx_name="")
-    device_name = (torch.cuda.get_device_name(wl.device) if wl.device.startswith("cuda")
-                   else "cpu")
+    cuda = wl.device.startswith("cuda")
+    gpu = device_gpu(wl.device) if cuda else None
     results = []
     conditions = [(sms, None) for sms in sms_list]
     if l2_setaside_mb:
         conditions.append((None, l2_setaside_mb))
     for sms, setaside_mb in conditions:
-        timer = KernelTimer()
         label = condition_label(sms, setaside_mb)
+        probe = StepProbe(out_dir / f".{label}.trace.json", cuda=cuda)
         setaside = L2SetAside(setaside_mb) if setaside_mb else None
 
-        def start(_wl, timer=timer, setaside=setaside) -> None:
+        def start(_wl, probe=probe, setaside=setaside) -> None:
             if setaside is not None:
                 setaside.fill()
-            timer.start()
+            probe.open()
 
+        measured = []
         try:
             with sm_subset(sms, wl.device) as given:
                 run: RunSummary = run_workload(
                     wl, 2, 1, profiler=False, on_window_start=start,
-                    on_window_end=lambda _wl: timer.stop(out_dir / f".{label}.trace.json"))
+                    on_window_end=lambda _wl, probe=probe: measured.append(probe.close()))
         finally:
             if setaside is not None:
                 setaside.release()
-        spans = timer.spans
-        write_timeline(out_dir / f"timeline-{label}.csv", spans)
+        write_timeline(out_dir / f"timeline-{label}.csv", measured[0].spans)
         extra = {"l2_setaside_bytes": setaside.bytes} if setaside is not None else {}
-        summ = summarize(spans, label, device_name, given, run.step_ms[1],
-                         untimed_step_ms=run.step_ms[0], workload=wl.name, preset=wl.preset,
-                         config_hash=run.config_hash, versions=run.versions, **extra)
+        summ = record(measured[0], label, gpu, given, untimed_step_ms=run.step_ms[0],
+                      workload=wl.name, preset=wl.preset, config=run.config,
+                      config_hash=run.config_hash,
+                      versions=run.versions, **extra)
         write_timeline_json(out_dir / f"timeline-{label}.json", summ)
         results.append(summ)
     return results
