@@ -1,4 +1,4 @@
-"""The model judged on steps it never saw: the held-out sets of experiments/corpus.yaml.
+"""The model judged on steps it never saw: the held-out sets of traces/corpus.yaml.
 
 For each held-out set: the baseline against its own ncu profile (every launch, the model's
 L2 empty as ncu leaves it), the SM-count what-ifs against its green-context timelines
@@ -30,7 +30,7 @@ from simfront.sim.model.validation import pair_launches, read_ncu
 from simfront.stats.matching import mape
 
 SECTION = "## Held-out accuracy (bench/bench_heldout.py)"
-CORPUS = REPO_ROOT / "experiments" / "corpus.yaml"
+CORPUS = REPO_ROOT / "traces" / "corpus.yaml"
 TRACES = REPO_ROOT / "traces"
 #: a kernel enters the per-kernel table when it holds at least this share of the step
 MIN_SHARE = 0.01
@@ -110,7 +110,7 @@ def set_rows(name: str) -> tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]:
 def render(results: list[tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]]) -> str:
     out = [SECTION, "",
            "The model (source hash " + model_source_hash()[:12] + ") on the held-out sets of "
-           "`experiments/corpus.yaml`, steps no model constant or mechanism was chosen on. "
+           "`traces/corpus.yaml`, steps no model constant or mechanism was chosen on. "
            "Written by `python bench/bench_heldout.py`. Baseline: every launch against ncu "
            "(`--clock-control none`, L2 flushed; the model's L2 empty); launches that Triton "
            "tuned to another grid under ncu than in the traced run do not pair and are left "

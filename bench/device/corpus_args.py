@@ -1,4 +1,4 @@
-"""Prints the simfront step arguments of a set in experiments/corpus.yaml, for the device
+"""Prints the simfront step arguments of a set in traces/corpus.yaml, for the device
 scripts: ``WORKLOAD --preset paper -n 2 --window-iteration 1 --set K=V ...``.
 
     python3 bench/device/corpus_args.py NAME [--timeline]   (--timeline: no --window-iteration)
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-CORPUS = Path(__file__).resolve().parents[2] / "experiments" / "corpus.yaml"
+CORPUS = Path(__file__).resolve().parents[2] / "traces" / "corpus.yaml"
 
 
 def step_args(name: str, timeline: bool = False) -> list[str]:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One device call: capture sets of experiments/corpus.yaml on the GPU through simfront's own
+# One device call: capture sets of traces/corpus.yaml on the GPU through simfront's own
 # commands (trace with box sampling, ncu, CUPTI timelines on green contexts).
 #   bash bench/device/heldout.sh "ho-m2-d1024 ho-m1" [STAGES]
 # STAGES (default "trace profile timeline"): which of the three to run for each set.
