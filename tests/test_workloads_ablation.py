@@ -134,10 +134,11 @@ def test_calls_are_found_in_code_with_balanced_parentheses():
     assert len(calls) == 3
     args = [body[c.open + 1:c.close] for c in calls]
     assert args[0] == "dA_m"
-    assert args[1] == "tl.minimum((dA_m[:, None] -\n                                 dA_k[None, :]), 0.0)"
+    wrap = "\n" + " " * 33
+    assert args[1] == f"tl.minimum((dA_m[:, None] -{wrap}dA_k[None, :]), 0.0)"
     inner = find_calls(args[1], "tl.minimum")[0]
-    assert split_args(args[1][inner.open + 1:inner.close]) == ["(dA_m[:, None] -\n                                 dA_k[None, :])",
-                                   "0.0"]
+    assert split_args(args[1][inner.open + 1:inner.close]) == [
+        f"(dA_m[:, None] -{wrap}dA_k[None, :])", "0.0"]
     assert split_args("f(a, b), [1, 2], 'x, y'") == ["f(a, b)", "[1, 2]", "'x, y'"]
     with pytest.raises(AblationError, match="unbalanced parenthesis"):
         find_calls("y = tl.exp((a + b)\n", "tl.exp")

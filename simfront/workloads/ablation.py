@@ -241,10 +241,11 @@ FMA_LINES = 2      # each line is a multiply and a dependent multiply-add: 4 FP3
 
 def _fma4(body: str, where: str) -> tuple[str, int]:
     """After each in-place multiply ``NAME *= EXPR`` that is a statement of a ``for`` or
-    ``while`` loop (at any depth of ifs inside it) and whose EXPR calls ``tl.exp``, two lines that each
-    keep NAME's value (``x*1.0000001 - x*1e-07``) as a multiply and a dependent FMA: four
-    dependent FP32 ops per element per iteration. Tying the rule to the exp-scaled tile
-    keeps it to the fp32 decay tile of the SSD kernels (the product with tl.exp is fp32)."""
+    ``while`` loop (at any depth of ifs inside it) and whose EXPR calls ``tl.exp``, two
+    lines that each keep NAME's value (``x*1.0000001 - x*1e-07``) as a multiply and a
+    dependent FMA: four dependent FP32 ops per element per iteration. Tying the rule to the
+    exp-scaled tile keeps it to the fp32 decay tile of the SSD kernels (the product with
+    tl.exp is fp32)."""
     tree = ast.parse(body)
     sites: list[tuple[int, int, str]] = []
 
