@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import lzma
 import math
 import zipfile
 from pathlib import Path
@@ -16,10 +17,12 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from simfront.paths import shared_dir
-from simfront.workloads.ablation import (ABLATION_JSON, VARIANTS, AblationError, TritonConfig,
-                                         apply_variant, find_calls, kernel_span, make_variant,
-                                         parse_autotune_log, pin_config, split_args)
+from simfront.paths import REPO_ROOT, shared_dir
+from simfront.workloads.ablation import (ABLATION_JSON, ALL_KERNELS, VARIANTS, AblationError,
+                                         TritonConfig, ablation_report, apply_variant,
+                                         find_calls, kernel_span, make_variant,
+                                         parse_autotune_log, pin_config, split_args,
+                                         timeline_kernel_times)
 from simfront.workloads.cli import workloads
 
 KERNELS = '''import triton
@@ -131,10 +134,11 @@ def test_calls_are_found_in_code_with_balanced_parentheses():
     assert len(calls) == 3
     args = [body[c.open + 1:c.close] for c in calls]
     assert args[0] == "dA_m"
-    assert args[1] == "tl.minimum((dA_m[:, None] -\n                                 dA_k[None, :]), 0.0)"
+    wrap = "\n" + " " * 33
+    assert args[1] == f"tl.minimum((dA_m[:, None] -{wrap}dA_k[None, :]), 0.0)"
     inner = find_calls(args[1], "tl.minimum")[0]
-    assert split_args(args[1][inner.open + 1:inner.close]) == ["(dA_m[:, None] -\n                                 dA_k[None, :])",
-                                   "0.0"]
+    assert split_args(args[1][inner.open + 1:inner.close]) == [
+        f"(dA_m[:, None] -{wrap}dA_k[None, :])", "0.0"]
     assert split_args("f(a, b), [1, 2], 'x, y'") == ["f(a, b)", "[1, 2]", "'x, y'"]
     with pytest.raises(AblationError, match="unbalanced parenthesis"):
         find_calls("y = tl.exp((a + b)\n", "tl.exp")
@@ -395,3 +399,54 @@ def _functions(source: str, skip: str) -> dict[str, str]:
     return {n.name: "\n".join(lines[n.decorator_list[0].lineno - 1 if n.decorator_list
                                      else n.lineno - 1:n.end_lineno])
             for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name != skip}
+
+
+# --- reading the timelines back ---------------------------------------------------------
+
+SHIPPED_WHATIF = REPO_ROOT / "traces" / "ho-m2-d1024" / "whatif"
+
+
+def test_report_pairs_each_kernel_with_base_on_shipped_timelines(tmp_path):
+    """The shipped H100 timelines of ho-m2-d1024 stand in for two variants (the whole GPU as
+    base, 64 SMs as 'exp2'): the report's sums and ratios against read_ncu_csv's reading of
+    the same files."""
+    from simfront.stats.ncu import read_ncu_csv
+
+    if not (SHIPPED_WHATIF / "h100-all.csv.xz").is_file():
+        pytest.skip(f"{SHIPPED_WHATIF} not in this checkout")
+    kernels = {k: {"file": "ops/triton/x.py", "sites": 3, "config": {"BLOCK_SIZE_M": 64}}
+               for k in ("_chunk_scan_fwd_kernel", "_chunk_scan_chunk_state_bwd_dx_kernel")}
+    for variant, src in (("base", "h100-all"), ("exp2", "h100-sms64")):
+        d = tmp_path / "set" / variant
+        d.mkdir(parents=True)
+        (d / ABLATION_JSON).write_text(json.dumps({"variant": variant, "kernels": kernels}))
+        (d / "timeline-all.csv").write_bytes(
+            lzma.decompress((SHIPPED_WHATIF / f"{src}.csv.xz").read_bytes()))
+    rows = ablation_report(tmp_path / "set")
+    assert [(r.kernel, r.condition, r.variant) for r in rows] == [
+        ("_chunk_scan_fwd_kernel", "all", "exp2"),
+        ("_chunk_scan_chunk_state_bwd_dx_kernel", "all", "exp2"),
+        (ALL_KERNELS, "all", "exp2")]
+    whole = read_ncu_csv(SHIPPED_WHATIF / "h100-all.csv.xz")
+    sms64 = read_ncu_csv(SHIPPED_WHATIF / "h100-sms64.csv.xz")
+    for r in rows:
+        pick = (lambda df: df) if r.kernel == ALL_KERNELS else \
+            (lambda df, k=r.kernel: df[df["Kernel Name"] == k])
+        assert r.launches == len(pick(sms64)) > 0 and r.base_launches == len(pick(whole))
+        assert r.base_us == pytest.approx(pick(whole)["gpu__time_duration.sum"].sum() * 1e6)
+        assert r.time_us == pytest.approx(pick(sms64)["gpu__time_duration.sum"].sum() * 1e6)
+        assert r.ratio > 1.0                         # 64 of 132 SMs: every SSD kernel slower
+    res = CliRunner().invoke(workloads, ["ablate-report", str(tmp_path / "set")])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[1].split()[:3] == ["_chunk_scan_fwd_kernel", "all", "exp2"]
+
+
+def test_report_needs_base_and_a_timeline_csv(tmp_path):
+    (tmp_path / "exp2").mkdir()
+    (tmp_path / "exp2" / ABLATION_JSON).write_text("{}")
+    with pytest.raises(AblationError, match="no base/ablation.json"):
+        ablation_report(tmp_path)
+    bad = tmp_path / "timeline-all.csv"
+    bad.write_text('"ID","Name"\n')
+    with pytest.raises(AblationError, match="not a timeline CSV"):
+        timeline_kernel_times(bad)

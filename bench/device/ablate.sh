@@ -11,8 +11,9 @@
 # marker in out/ablate/abl_<set>/) is not run again while the machine is warm: call again
 # to go on.
 # Carry: .carry/wheels (mamba_ssm) and .carry/nvbit/core (the tracer is built there).
-# Results: $OUT/abl_<set>.tgz (abl_<set>/: autotune.log, <variant>/ with ablation.json,
-# timeline-{all,sms64}.csv/.json and trace/), $OUT/abl_logs.tgz.
+# Results: $OUT/abl_<set>.tgz (abl_<set>/: autotune.log, report.txt (simfront workloads
+# ablate-report, also printed), <variant>/ with ablation.json, timeline-{all,sms64}.csv/.json
+# and trace/), $OUT/abl_logs.tgz.
 set -u
 export PYTHONUNBUFFERED=1 NOBANNER=1 TRITON_CACHE_AUTOTUNING=1
 # W is an ignored folder of the checkout: it stays on a warm machine, so a later call goes on
@@ -62,6 +63,7 @@ for N in $1; do
     PYTHONPATH=$P:$PYTHONPATH step ${V}_trace $D/$V/trace.txt \
       simfront trace $A --window "$WIN" --sample box:8 -o $D/$V/trace --timeout 300
   done
+  [ -d $D/base ] && simfront workloads ablate-report $D > $D/report.txt 2>&1; cut -c1-100 $D/report.txt 2>/dev/null
   tar czf $OUT/abl_$N.tgz -C $W abl_$N
   S=$(stat -c %s $OUT/abl_$N.tgz); [ $S -gt 16777216 ] && echo "   abl_$N.tgz is $((S >> 20)) MiB (over 16)"
 done

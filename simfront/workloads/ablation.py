@@ -240,11 +240,12 @@ FMA_LINES = 2      # each line is a multiply and a dependent multiply-add: 4 FP3
 
 
 def _fma4(body: str, where: str) -> tuple[str, int]:
-    """After each in-place multiply ``NAME *= EXPR`` that is a statement of a ``for`` loop
-    (at any depth of ifs inside it) and whose EXPR calls ``tl.exp``, two lines that each
-    keep NAME's value (``x*1.0000001 - x*1e-07``) as a multiply and a dependent FMA: four
-    dependent FP32 ops per element per iteration. Tying the rule to the exp-scaled tile
-    keeps it to the fp32 decay tile of the SSD kernels (the product with tl.exp is fp32)."""
+    """After each in-place multiply ``NAME *= EXPR`` that is a statement of a ``for`` or
+    ``while`` loop (at any depth of ifs inside it) and whose EXPR calls ``tl.exp``, two
+    lines that each keep NAME's value (``x*1.0000001 - x*1e-07``) as a multiply and a
+    dependent FMA: four dependent FP32 ops per element per iteration. Tying the rule to the
+    exp-scaled tile keeps it to the fp32 decay tile of the SSD kernels (the product with
+    tl.exp is fp32)."""
     tree = ast.parse(body)
     sites: list[tuple[int, int, str]] = []
 
@@ -571,3 +572,84 @@ def make_variant(package_dir: str | Path, out_dir: str | Path, kernels: list[str
               "files": files}
     write_text(out_dir / ABLATION_JSON, json.dumps(record, indent=1) + "\n")
     return record
+
+
+# --- reading a set's ablation back ---------------------------------------------------------
+
+ALL_KERNELS = "(all kernels)"
+
+
+@dataclass(frozen=True)
+class AblationRow:
+    """One ablated kernel (or ``ALL_KERNELS``: the step's summed kernel time) under one
+    timeline condition and variant, against the same condition of ``base``."""
+
+    kernel: str
+    condition: str
+    variant: str
+    launches: int
+    base_launches: int
+    time_us: float
+    base_us: float
+
+    @property
+    def ratio(self) -> float:
+        return self.time_us / self.base_us if self.base_us else float("nan")
+
+
+def timeline_kernel_times(path: str | Path) -> dict[str, list[float]]:
+    """Each kernel name's launch durations (ns) in a timeline CSV (``timeline-<cond>.csv``,
+    the layout of ``ncu --csv --page raw``; .xz read too)."""
+    import csv
+    import lzma
+
+    path = Path(path)
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rt", newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or "Kernel Name" not in rows[0] or "gpu__time_duration.sum" not in rows[0]:
+        raise AblationError("not a timeline CSV (no 'Kernel Name' and "
+                            "'gpu__time_duration.sum' header)", path=path, line=1)
+    name, dur = rows[0].index("Kernel Name"), rows[0].index("gpu__time_duration.sum")
+    out: dict[str, list[float]] = {}
+    for i, row in enumerate(rows[2:], start=3):     # row 2: units
+        try:
+            out.setdefault(row[name], []).append(float(row[dur]))
+        except (ValueError, IndexError):
+            raise AblationError("bad launch row", path=path, line=i,
+                                field="gpu__time_duration.sum") from None
+    return out
+
+
+def ablation_report(set_dir: str | Path) -> list[AblationRow]:
+    """The variants of one set (``set_dir/<variant>/`` with ablation.json and
+    ``timeline-<condition>.csv``, as bench/device/ablate.sh stores them) against ``base``:
+    per ablated kernel, condition and variant, its summed time and launches beside base's."""
+    set_dir = Path(set_dir)
+    variants = {p.parent.name: json.loads(p.read_text())
+                for p in sorted(set_dir.glob(f"*/{ABLATION_JSON}"))}
+    if "base" not in variants:
+        raise AblationError(f"no base/{ABLATION_JSON}: the ratios need the base variant",
+                            path=set_dir)
+    kernels = list(variants["base"]["kernels"])
+    conditions = sorted(p.name[len("timeline-"):-len(".csv")]
+                        for p in (set_dir / "base").glob("timeline-*.csv"))
+    if not conditions:
+        raise AblationError("no timeline-<condition>.csv in base/", path=set_dir)
+    rows: list[AblationRow] = []
+    for cond in conditions:
+        base = timeline_kernel_times(set_dir / "base" / f"timeline-{cond}.csv")
+        for variant in variants:
+            path = set_dir / variant / f"timeline-{cond}.csv"
+            if variant == "base" or not path.is_file():
+                continue
+            times = timeline_kernel_times(path)
+            for kernel in [*kernels, ALL_KERNELS]:
+                if kernel == ALL_KERNELS:
+                    mine = [t for ts in times.values() for t in ts]
+                    ref = [t for ts in base.values() for t in ts]
+                else:
+                    mine, ref = times.get(kernel, []), base.get(kernel, [])
+                rows.append(AblationRow(kernel, cond, variant, len(mine), len(ref),
+                                        sum(mine) / 1e3, sum(ref) / 1e3))
+    return rows

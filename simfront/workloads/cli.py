@@ -94,5 +94,27 @@ def ablate_cmd(list_variants, package, kernels, variant, config_from, config_arg
                            for k, r in record["kernels"].items()}))
 
 
+@workloads.command(name="ablate-report")
+@click.argument("set_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Rows as JSON.")
+def ablate_report_cmd(set_dir, as_json):
+    """Each ablated kernel's time per variant and condition against base (SET_DIR: one set's
+    folder of bench/device/ablate.sh, <variant>/timeline-<condition>.csv)."""
+    from dataclasses import asdict
+
+    from simfront.workloads.ablation import ablation_report
+    rows = ablation_report(set_dir)
+    if as_json:
+        click.echo(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=1))
+        return
+    click.echo(f"{'kernel':40s} {'cond':6s} {'variant':7s} {'launches':>9s} {'us':>10s} "
+               f"{'base us':>10s} {'ratio':>6s}")
+    for r in rows:
+        launches = (f"{r.launches}" if r.launches == r.base_launches
+                    else f"{r.launches}/{r.base_launches}")
+        click.echo(f"{r.kernel[:40]:40s} {r.condition:6s} {r.variant:7s} {launches:>9s} "
+                   f"{r.time_us:10.1f} {r.base_us:10.1f} {r.ratio:6.3f}")
+
+
 # Every click command or group this stage adds to `simfront`.
 commands: list[click.Command] = [workloads]
