@@ -1,0 +1,115 @@
+"""The model against the hardware on vector-work ablations: how much a kernel's time moves
+when its vector work changes at the source, with its tiling pinned.
+
+A trace set's ``ablation/`` folder (bench/device/ablate.sh, docs/workloads.md) holds one
+folder per variant (``base``, ``exp2``, ``noexp``, ...): the variant's ``ablation.json``,
+CUPTI timelines of the whole step (``timeline-<condition>.csv``) and the traces of the
+ablated kernels alone. The hardware ratio of a kernel is its summed time in a variant's
+timeline over base's, in the same condition; the model's is the same sum of the model's
+times for the variant's traces, on the condition's GPU. That ratio is the derivative the
+tensor:vector axis rests on, measured where no hardware knob exists.
+
+The model runs each variant's traces with its L2 empty (``l2="cold"``): the folder holds the
+ablated kernels without the step around them, so no previous kernel's data can be carried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simfront.analysis.whatif import condition, model_records
+from simfront.errors import InputError
+from simfront.workloads.ablation import ALL_KERNELS, ablation_report
+
+ABLATION_DIR = "ablation"
+
+
+@dataclass(frozen=True)
+class AblationFit:
+    """One set's ablations: every (kernel, condition, variant) with both ratios."""
+
+    set_name: str
+    rows: pd.DataFrame
+
+    @property
+    def mape(self) -> float:
+        return float(np.mean(np.abs(self.rows.error))) if len(self.rows) else float("nan")
+
+    @property
+    def worst(self) -> float:
+        return float(np.max(np.abs(self.rows.error))) if len(self.rows) else float("nan")
+
+
+def ablation_dir(trace_dir: str | Path) -> Path:
+    d = Path(trace_dir)
+    d = d / ABLATION_DIR if (d / ABLATION_DIR).is_dir() else d
+    if not (d / "base").is_dir():
+        raise InputError("no ablation variants (ablation/base/) in the trace set", d)
+    return d
+
+
+def model_kernel_times(variant_dir: Path, label: str, base_gpu: str = "h100") -> pd.Series:
+    """The model's summed time (us) per kernel name over a variant's traces, on the GPU of
+    the condition ``label`` (``all``, ``sms64``, ... of the base GPU)."""
+    gpu = condition(f"{base_gpu}-{label}", base_gpu).model_gpu()
+    recs = model_records(variant_dir, gpu, l2="cold")
+    return recs.groupby("kernel_name").time_us.sum()
+
+
+def compare(trace_dir: str | Path, base_gpu: str = "h100") -> AblationFit:
+    """Hardware and model ratios (variant over base) per ablated kernel, condition and
+    variant of one set; ``error`` is model ratio over hardware ratio, minus one."""
+    d = ablation_dir(trace_dir)
+    hw = [r for r in ablation_report(d) if r.kernel != ALL_KERNELS]
+    cache: dict[tuple[str, str], pd.Series] = {}
+
+    def model(variant: str, label: str) -> pd.Series:
+        if (variant, label) not in cache:
+            cache[variant, label] = model_kernel_times(d / variant, label, base_gpu)
+        return cache[variant, label]
+
+    rows = []
+    for r in hw:
+        mb, mv = model("base", r.condition), model(r.variant, r.condition)
+        if r.kernel not in mb.index or r.kernel not in mv.index:
+            raise InputError(f"{r.variant}: no trace of {r.kernel} to model", d / r.variant)
+        rows.append({"kernel": r.kernel, "condition": r.condition, "variant": r.variant,
+                     "launches": r.launches, "hw_base_us": r.base_us, "hw_us": r.time_us,
+                     "hw_ratio": r.ratio, "model_base_us": float(mb[r.kernel]),
+                     "model_us": float(mv[r.kernel]),
+                     "model_ratio": float(mv[r.kernel] / mb[r.kernel])})
+    df = pd.DataFrame(rows)
+    if len(df):
+        df["error"] = df.model_ratio / df.hw_ratio - 1
+    name = Path(trace_dir).name if Path(trace_dir).name != ABLATION_DIR else d.parent.name
+    return AblationFit(name, df)
+
+
+def vector_bound(trace_dir: str | Path, label: str = "all",
+                 variant: str = "noexp") -> dict[str, float]:
+    """What the hardware says removing the ablated kernels' transcendental work gives the
+    step at most: the time ``variant`` saves on the ablated kernels over the step's summed
+    kernel time, both from base's timeline of ``label``."""
+    d = ablation_dir(trace_dir)
+    rows = [r for r in ablation_report(d) if r.condition == label and r.variant == variant]
+    step = next((r.base_us for r in rows if r.kernel == ALL_KERNELS), None)
+    if not rows or not step:
+        raise InputError(f"no {variant} timeline of condition {label}", d)
+    saved = sum(r.base_us - r.time_us for r in rows if r.kernel != ALL_KERNELS)
+    ablated = sum(r.base_us for r in rows if r.kernel != ALL_KERNELS)
+    return {"step_us": step, "ablated_us": ablated, "saved_us": saved,
+            "ablated_share": ablated / step, "step_speedup": step / (step - saved)}
+
+
+def render_markdown(fits: list[AblationFit]) -> str:
+    lines = ["| set | kernel | condition | variant | hw ratio | model ratio | error |",
+             "|---|---|---|---|---|---|---|"]
+    for f in fits:
+        for r in f.rows.itertuples():
+            lines.append(f"| {f.set_name} | {r.kernel} | {r.condition} | {r.variant} | "
+                         f"{r.hw_ratio:.3f} | {r.model_ratio:.3f} | {r.error:+.1%} |")
+    return "\n".join(lines)
