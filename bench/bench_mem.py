@@ -351,7 +351,7 @@ def l2_ports_table(gpu) -> list[str]:
               "distinct lines, 1,024: 0.71, 32: 0.14). Mamba1's selective-scan backward "
               "(50 M reduction sectors into 8,192 lines of dB and dC, and 31 M of writes, in "
               "1.87 M cycles) would keep such a port about half busy; ncu found it 78% busy "
-              "(*What limits the kernels model-1.6 leaves furthest off*), so the port alone "
+              "(*What limits the kernels the model left furthest off*), so the port alone "
               "does not explain the kernel's time. Not a model constant yet: the model's "
               "time for that kernel (1.43 M cycles) is already above what the port bounds."]
     return lines + ports_by_sms_table(gpu)
