@@ -8,7 +8,7 @@ import sys
 import click
 
 from simfront import __version__
-from simfront.errors import SimfrontError
+from simfront.core.errors import SimfrontError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 from simfront.sim.model.params import DEFAULT_PARAMS
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))

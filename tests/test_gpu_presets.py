@@ -7,7 +7,7 @@ import textwrap
 import pandas as pd
 import pytest
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu import GPU, h100, load_gpu, preset_names, validate
 from simfront.sim.backend import check_gpu
 from simfront.gpu.units import Size

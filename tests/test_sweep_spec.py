@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simfront.cli import main
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 from simfront.sweep.plan import plan_sweep, variant_points
 from simfront.sweep.spec import load_sweep
 

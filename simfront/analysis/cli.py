@@ -122,7 +122,7 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
     """Simulated cycles of SWEEP.h5 against hardware cycles of an ncu CSV, per kernel."""
     from simfront.analysis.correlate import correlate
     from simfront.stats.h5store import read_records
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     from simfront.analysis.correlate import base_config_records
 
@@ -172,7 +172,7 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
     if csv_out is not None:
         import pandas as pd
 
-        from simfront.atomic import write_text
+        from simfront.core.atomic import write_text
         frames = [r.launches.assign(workload=r.workload, condition=r.condition)
                   for r in results]
         write_text(csv_out, pd.concat(frames).to_csv(index=False))
@@ -215,7 +215,7 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
         add_balance(rep, results, summary=False)
         if corr_ncu is not None:
             from simfront.analysis.correlate import base_config_records, correlate
-            from simfront.stats.ncu import read_ncu_csv
+            from simfront.core.ncu import read_ncu_csv
             add_correlation(rep, correlate(base_config_records(rec), read_ncu_csv(corr_ncu)))
     h, m = rep.write()
     click.echo(f"wrote {h}\nwrote {m}")

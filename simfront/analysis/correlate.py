@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simfront.analysis.categories import kernel_category, short_name
-from simfront.errors import InputError
+from simfront.core.categories import kernel_category, short_name
+from simfront.core.errors import InputError
 from simfront.stats.matching import align, launch_key, mape, pearson
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from simfront.errors import BackendError, InputError
-from simfront.paths import repo_dir
+from simfront.core.errors import BackendError, InputError
+from simfront.core.paths import repo_dir
 
 DEFAULT_RATIOS = (32.0, 16.0, 8.0, 4.0, 2.0)
 
@@ -175,7 +175,7 @@ def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
     profile beside them (``ncu.csv``, as `simfront profile` stores it)."""
     from simfront.analysis.correlate import base_config_records, correlate
     from simfront.analysis.studies import add_correlation
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     base = base_config_records(rec)
     for p in sets:

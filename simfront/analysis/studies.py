@@ -13,11 +13,11 @@ import pandas as pd
 from simfront.analysis import plots
 from simfront.analysis.balance import BalanceResult, H100_RATIO, balance_study
 from simfront.analysis.bound import AnalyticBound
-from simfront.analysis.categories import CATEGORY_DOC, kernel_category, short_name
+from simfront.core.categories import CATEGORY_DOC, kernel_category, short_name
 from simfront.analysis.characterize import Characterization, characterize
 from simfront.analysis.correlate import Correlation
 from simfront.analysis.report import Report
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 if TYPE_CHECKING:
     from simfront.analysis.wallclock import StepShare
@@ -32,7 +32,7 @@ def characterize_ncu(paths: list[Path]) -> list[Characterization]:
     """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``, compressed
     ones too; a trace set with a per-configuration profile, ``ncu-configs.csv``, means
     that profile laid over every launch of its window)."""
-    from simfront.stats.ncu import ncu_files, read_ncu_csv, workload_name
+    from simfront.core.ncu import ncu_files, read_ncu_csv, workload_name
 
     from simfront.stats.ncu_configs import expand_trace_set, find_config_profile
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from simfront.analysis.categories import short_name
-from simfront.errors import InputError
+from simfront.core.categories import short_name
+from simfront.core.errors import InputError
 from simfront.stats.matching import align, launch_key, mape, pearson
 
 if TYPE_CHECKING:

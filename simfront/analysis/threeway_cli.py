@@ -29,10 +29,10 @@ def threeway_cmd(results: tuple[Path, ...], ncu: tuple[str, ...], base: str, tol
     import pandas as pd
 
     from simfront.analysis.threeway import add_threeway, three_way
-    from simfront.errors import InputError
+    from simfront.core.errors import InputError
     from simfront.gpu import config_hash, load_gpu
     from simfront.stats.h5store import read_records
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     records = pd.concat([read_records(p) for p in results], ignore_index=True)
     hw = {}

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from simfront.capture.timeline import TimelineSummary, read_timeline_json
+from simfront.core.timeline import TimelineSummary, read_timeline_json
 
 #: The timeline of the step as captured, on the whole GPU, beside a trace set.
 BASELINE_TIMELINE = Path("whatif") / "h100-all.json"

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 BASE = "h100-all"
 #: How the model's L2 starts for the what-ifs unless told: ``cold`` or ``warm``. Warm, because
@@ -127,8 +127,8 @@ def available_conditions(trace_dir: str | Path) -> list[str]:
 
 
 def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict]:
-    """A condition's timeline (ncu layout, see simfront.capture.timeline) and its summary."""
-    from simfront.stats.ncu import read_ncu_csv
+    """A condition's timeline (ncu layout, see simfront.core.timeline) and its summary."""
+    from simfront.core.ncu import read_ncu_csv
 
     trace_dir = Path(trace_dir)
     df = read_ncu_csv(_timeline_path(trace_dir, label))
@@ -143,7 +143,7 @@ def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict
 def trace_launches(trace_dir: str | Path) -> pd.DataFrame:
     """The trace set's launches in order: file, kernel name, short name, category, grid,
     block (from the kernel headers)."""
-    from simfront.analysis.categories import kernel_category, short_name
+    from simfront.core.categories import kernel_category, short_name
     from simfront.traces.reader import TraceSet
 
     rows = []
@@ -164,7 +164,7 @@ def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
     ``exact`` (name, grid, block), ``shape`` (same kernel, another launch shape: autotuning)
     or ``kernel`` (another kernel of the same category at that place: a library's choice).
     Non-exact pairs are only made between two exactly paired neighbours, in order."""
-    from simfront.analysis.categories import kernel_category, short_name
+    from simfront.core.categories import kernel_category, short_name
     from simfront.stats.matching import align, launch_key
 
     ka = [launch_key(n, g, b) for n, g, b in zip(trace.kernel_name, trace.grid, trace.block)]

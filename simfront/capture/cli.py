@@ -129,7 +129,7 @@ def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trac
                  device):
     """Time every kernel of WORKLOAD's steady-state step with CUPTI, on the whole GPU or on
     a green context's SMs: the hardware side of a what-if (see docs/capture.md)."""
-    from simfront.capture.timeline import store_beside
+    from simfront.core.timeline import store_beside
     from simfront.workloads.run import parse_sets
     from simfront.workloads.green import parse_sms
     from simfront.workloads.timelines import run_timelines

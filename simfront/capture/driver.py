@@ -19,15 +19,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from simfront.capture.launches import (SIDECAR, multiplicity, ncu_launches,
+from simfront.core.launches import (SIDECAR, multiplicity, ncu_launches,
                                       read_sidecar, traced_launches, window_launches)
 from simfront.traces.multiplicity import write_multiplicity
 from simfront.capture.match import match_launches
 from simfront.capture.metrics import metric_list
 from simfront.capture.tracers import Sampling, Tracer, Window, accelsim_postprocess
 from simfront.capture.validate import ValidationReport, validate_trace_set
-from simfront.errors import BackendError, ConfigError, InputError
-from simfront.provenance import sha256_file, tool_versions
+from simfront.core.errors import BackendError, ConfigError, InputError
+from simfront.core.provenance import sha256_file, tool_versions
 
 NCU_CSV = "ncu.csv"
 #: Environment of every run of a step (untraced, traced, profiled). Triton autotunes in each
@@ -249,7 +249,7 @@ def trace(step: Step, out_dir: str | Path, tracer: Tracer, window: Window = Wind
         return res
     reference = None
     if reference_ncu is not None:
-        from simfront.stats.ncu import read_ncu_csv
+        from simfront.core.ncu import read_ncu_csv
 
         reference = ncu_launches(read_ncu_csv(reference_ncu))
     # the trace holds the distinct launches only; the reference (ncu) every launch
@@ -402,7 +402,7 @@ def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: flo
         raise CaptureError(f"ncu exited with status {rec.returncode}; log {rec.log}:\n"
                            f"{_tail(Path(rec.log), 1500)}")
     _strip_to_csv(part, csv_path)
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     df = read_ncu_csv(csv_path)
     if len(df) == 0:
@@ -446,7 +446,7 @@ def match_profile(ncu_csv: str | Path, trace_dir: str | Path,
     per-launch pairs (trace kernel file + id beside the ncu row index) when asked."""
     import pandas as pd
 
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     trace_dir = Path(trace_dir)
     side = trace_dir / SIDECAR if (trace_dir / SIDECAR).exists() else trace_dir / "trace" / SIDECAR

@@ -103,7 +103,7 @@ METRIC_SETS: dict[str, tuple[str, ...]] = {
 
 
 def metric_list(name: str = "full") -> tuple[str, ...]:
-    from simfront.errors import InputError
+    from simfront.core.errors import InputError
 
     try:
         return METRIC_SETS[name]

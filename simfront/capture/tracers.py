@@ -14,8 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from simfront.errors import InputError
-from simfront.paths import PACKAGE_DIR
+from simfront.core.errors import InputError
+from simfront.core.paths import PACKAGE_DIR
 
 SIMFRONT_TRACER_NAME = "simfront_tracer.so"
 ACCELSIM_TRACER_NAME = "tracer_tool.so"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from simfront.gpu.gpu import GPU
-from simfront.provenance import sha256_json
+from simfront.core.provenance import sha256_json
 
 
 def config_hash(gpu: GPU) -> str:

@@ -23,13 +23,13 @@ from typing import Any, Callable
 
 import yaml
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu.gpu import GPU, ClockLimits, Clocks, Interconnect, TensorClock
 from simfront.gpu.memory import DRAM, L2, DRAMTiming
 from simfront.gpu.sm import (SM, L1Shared, Pipe, Pipes, RegisterFile, TensorPipe,
                              TensorRates)
 from simfront.gpu.units import Frequency, Size
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 
 
 def h100() -> GPU:

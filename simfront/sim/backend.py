@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 #: Columns `stats parse` and `stats show` print by default.
 SUMMARY_COLUMNS = ("kernel_uid", "kernel_id", "complete", "cycles", "instructions",

@@ -28,7 +28,7 @@ def _dims(value) -> tuple[int, ...] | None:
 def launch_key(name: str, grid=None, block=None) -> tuple:
     """What must agree for two records to be the same launch: short kernel name, grid, block
     (grid and block left out where a source does not state them)."""
-    from simfront.analysis.categories import short_name
+    from simfront.core.categories import short_name
 
     return (short_name(str(name)), _dims(grid), _dims(block))
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import SimfrontError, SweepError
-from simfront.paths import repo_dir, shared_dir
-from simfront.provenance import sha256_file, sha256_json
+from simfront.core.errors import SimfrontError, SweepError
+from simfront.core.paths import repo_dir, shared_dir
+from simfront.core.provenance import sha256_file, sha256_json
 
 _KERNELSLIST = ("kernelslist.g", "kernelslist.g.xz")
 

@@ -12,8 +12,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from simfront.errors import BackendError, SimfrontError, SweepError
-from simfront.provenance import sha256_json
+from simfront.core.errors import BackendError, SimfrontError, SweepError
+from simfront.core.provenance import sha256_json
 from simfront.sweep import inputs
 from simfront.sweep.spec import SweepSpec
 

@@ -13,7 +13,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 
 if TYPE_CHECKING:  # types only: the sweep file reader (spec.py) asks this module for names
     from simfront.sweep.executor import Executor

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from simfront.provenance import tool_versions
+from simfront.core.provenance import tool_versions
 from simfront.sweep.split import kernel_id_of
 from simfront.sweep.store import JobStore
 from simfront.traces.multiplicity import count_of, read_multiplicity

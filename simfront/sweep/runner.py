@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 from simfront.sweep.executor import Executor
 from simfront.sweep.registry import make_executor
 from simfront.sweep.plan import Plan, plan_sweep
@@ -126,7 +126,7 @@ class Sweep:
 
     def _check_backends(self) -> None:
         """Say now, not once per job, when a backend cannot run here."""
-        from simfront.errors import BackendError
+        from simfront.core.errors import BackendError
         from simfront.sim.backend import get_backend
 
         for name in self.spec.backends:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 from simfront.sweep.yamlfile import LineDict, LineList, load_yaml
 
 

@@ -21,7 +21,7 @@ import signal
 import time
 from pathlib import Path
 
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 from simfront.sim.backend import Backend, SimJob, SimResult, register
 
 # The H100 trace samples the test suite ships (tests/data/README.md): a checkout has them.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 
 def _store(root: str | None):

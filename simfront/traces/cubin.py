@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 _FATBIN_MAGIC = 0xBA55ED50
 _EIATTR_REGCOUNT = 0x2F

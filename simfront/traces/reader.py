@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 from simfront.traces.header import KernelHeader, parse_header
 from simfront.traces.instructions import (
     OPTABLE_SIZE, Instruction, InstructionChunk, error_field, finish_warp_state,

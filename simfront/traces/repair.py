@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 from simfront.traces.header import KernelHeader
 from simfront.traces.kernelslist import KernelRef, format_kernelslist
 from simfront.traces.reader import TraceSet, _read_header, _Stream
@@ -126,8 +126,8 @@ def load_sidecar(path: str | Path) -> list[LaunchRecord]:
 
 
 def load_ncu(path: str | Path) -> list[LaunchRecord]:
-    """Launch records from an ``ncu --csv --page raw`` file (via simfront.stats.ncu)."""
-    from simfront.stats.ncu import read_ncu_csv
+    """Launch records from an ``ncu --csv --page raw`` file (via simfront.core.ncu)."""
+    from simfront.core.ncu import read_ncu_csv
 
     path = Path(path)
     df = read_ncu_csv(path)
@@ -291,7 +291,7 @@ class RepairReport:
 def portable_path(path: Path) -> str:
     """A path as it reads on any checkout: ``../shared/...`` for the shared data, relative
     for the repository, else as given."""
-    from simfront.paths import REPO_ROOT, shared_dir
+    from simfront.core.paths import REPO_ROOT, shared_dir
 
     p = Path(path).resolve()
     for root, prefix in ((shared_dir().resolve(), "../shared"), (REPO_ROOT.resolve(), ".")):

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 from simfront.traces.opcodes import CATEGORIES, PIPES, classify
 from simfront.traces.reader import KernelTrace, TraceSet
 

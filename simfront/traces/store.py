@@ -37,8 +37,8 @@ from typing import Any
 import yaml
 
 from simfront import __version__
-from simfront.errors import InputError, TraceFormatError
-from simfront.paths import repo_dir
+from simfront.core.errors import InputError, TraceFormatError
+from simfront.core.paths import repo_dir
 from simfront.traces.multiplicity import count_of, read_multiplicity
 from simfront.traces.reader import KernelTrace, TraceSet, open_trace_file
 

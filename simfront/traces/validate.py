@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 from simfront.traces.header import KernelHeader, header_key
 from simfront.traces.opcodes import classify
 from simfront.traces.reader import TRACE_SUFFIXES, KernelTrace, TraceSet

@@ -48,7 +48,7 @@ def base_name(kernel_name: str) -> str:
     the same."""
     name = kernel_name.strip()
     if name.startswith("_Z"):
-        from simfront.analysis.categories import short_name
+        from simfront.core.categories import short_name
 
         return short_name(name)
     if name.startswith("void "):

@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from simfront.atomic import write_text
-from simfront.errors import ConfigError, SimfrontError
+from simfront.core.atomic import write_text
+from simfront.core.errors import ConfigError, SimfrontError
 from simfront.workloads.impl import IMPLS
 from simfront.workloads.registry import WORKLOADS
 from simfront.workloads.workload import AMP_DTYPES

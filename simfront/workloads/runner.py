@@ -11,8 +11,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from simfront.errors import ConfigError
-from simfront.provenance import sha256_json, tool_versions
+from simfront.core.errors import ConfigError
+from simfront.core.provenance import sha256_json, tool_versions
 from simfront.workloads.workload import Workload, build
 
 NVTX_STEP = "simfront.step"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
 
 
 def _overrides(nregs: int | None, shmem: int | None) -> dict:

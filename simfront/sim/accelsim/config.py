@@ -39,8 +39,8 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterable
 
-from simfront.atomic import write_text
-from simfront.errors import ConfigError
+from simfront.core.atomic import write_text
+from simfront.core.errors import ConfigError
 from simfront.gpu.gpu import GPU
 from simfront.gpu.memory import L2_SET_HASHES, PARTITION_INDEXING
 from simfront.gpu.sm import TensorPipe

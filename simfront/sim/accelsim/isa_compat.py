@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from simfront.errors import BackendError, TraceFormatError
+from simfront.core.errors import BackendError, TraceFormatError
 from simfront.sim.accelsim.lowering import LOWERED_OPS, KernelLowering, Refusal, write_lowered
 from simfront.sim.accelsim.renames import LOWERINGS, RZ  # noqa: F401 - part of this API
 from simfront.sim.accelsim.textio import open_text_in as _open_text_in

@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 # --------------------------------------------------------------------------- known shapes
 

@@ -46,8 +46,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import BackendError, SimfrontError
-from simfront.provenance import sha256_file, sha256_json, tool_versions
+from simfront.core.errors import BackendError, SimfrontError
+from simfront.core.provenance import sha256_file, sha256_json, tool_versions
 from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
 from simfront.sim.accelsim.isa_compat import IsaCompatError, copy_traceset, rewrite_traceset
 from simfront.sim.accelsim.sampling import blocks_per_sm, sample_scale, scale_record, sm_limits

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import SimfrontError
+from simfront.core.errors import SimfrontError
 from simfront.sim.backend import Backend, SimJob, SimResult
 from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.carry import L2Carry
@@ -55,7 +55,7 @@ class ModelBackend(Backend):
 
     def run(self, job: SimJob) -> SimResult:
         from simfront.gpu import config_hash, load_gpu
-        from simfront.provenance import sha256_file, tool_versions
+        from simfront.core.provenance import sha256_file, tool_versions
         from simfront.traces.reader import TraceSet
 
         t0 = time.monotonic()

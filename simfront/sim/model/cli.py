@@ -35,7 +35,7 @@ def run_cmd(trace_dir: Path, gpu_spec: str, kernels: tuple[str, ...], backend: s
     """Simulate the kernels of TRACE_DIR and print one line per kernel."""
     import pandas as pd
 
-    from simfront.errors import SimfrontError
+    from simfront.core.errors import SimfrontError
     from simfront.gpu import load_gpu
     from simfront.sim.backend import SimJob, get_backend
 
@@ -49,7 +49,7 @@ def run_cmd(trace_dir: Path, gpu_spec: str, kernels: tuple[str, ...], backend: s
         res = get_backend(backend).run(job)
     df = pd.DataFrame(res.records)
     if not df.empty:
-        from simfront.analysis.categories import short_name
+        from simfront.core.categories import short_name
 
         show = df.assign(kernel=df["kernel_name"].map(short_name).str.slice(0, 40))
         cols = [c for c in ("kernel_uid", "kernel", "grid", "block", "cycles", "time_us",

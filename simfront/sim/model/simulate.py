@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, global_bytes, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
                                       simulate_memory, store_slots)

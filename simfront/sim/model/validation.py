@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 from simfront.stats.matching import align, launch_key
 
 
 def read_ncu(path: str | Path) -> pd.DataFrame:
-    """The ncu records of a step (plain or compressed CSV), via ``simfront.stats.ncu``."""
-    from simfront.stats.ncu import read_ncu_csv
+    """The ncu records of a step (plain or compressed CSV), via ``simfront.core.ncu``."""
+    from simfront.core.ncu import read_ncu_csv
 
     return read_ncu_csv(path)
 

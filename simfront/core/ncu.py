@@ -13,7 +13,7 @@ a pandas DataFrame with
   ``occupancy``, ``l1_hit_rate``, ``l2_hit_rate``, ``dram_read_bytes``,
   ``dram_write_bytes``, ``dram_util``, ``pipe_busy_<pipe>``) plus the ones only ncu gives
   (FLOP counts, arithmetic intensity, clock) — see :data:`DERIVED`;
-- ``category``: the operator the kernel belongs to (``simfront.analysis.categories``).
+- ``category``: the operator the kernel belongs to (``simfront.core.categories``).
 
 Derived columns are present only when the metrics they come from are in the file; the
 loader never guesses a value that was not measured.
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 #: Unit as ncu prints it -> (base unit, factor to multiply by).
 UNIT_SCALE: dict[str, tuple[str, float]] = {
@@ -186,7 +186,7 @@ def _col(df: pd.DataFrame, *names: str) -> pd.Series | None:
 
 
 def _derive(df: pd.DataFrame) -> dict[str, pd.Series]:
-    from simfront.analysis.categories import kernel_category, short_name
+    from simfront.core.categories import kernel_category, short_name
 
     d: dict[str, pd.Series] = {}
 

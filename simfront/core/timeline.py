@@ -9,7 +9,7 @@ costs the step almost nothing, so it is also how a step is timed under a hardwar
 A timeline is written as a CSV in the layout of ``ncu --csv --page raw`` (a header row, a
 unit row, one row per launch) with the columns ``ID``, ``Kernel Name``, ``Grid Size``,
 ``Block Size``, ``Stream``, ``gpu__time_duration.sum`` (ns) and ``start`` (ns from the first
-kernel's start), so :func:`simfront.stats.ncu.read_ncu_csv`, launch pairing and correlation
+kernel's start), so :func:`simfront.core.ncu.read_ncu_csv`, launch pairing and correlation
 read it as they read a profile. A ``timeline.json`` beside it holds the condition (device,
 SM count), the step's wall time and the GPU's busy share.
 
@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from simfront.atomic import write_text
-from simfront.errors import InputError
+from simfront.core.atomic import write_text
+from simfront.core.errors import InputError
 
 TIMELINE_FORMAT = 1
 COLUMNS = ("ID", "Kernel Name", "Grid Size", "Block Size", "Stream", "gpu__time_duration.sum",
@@ -191,7 +191,7 @@ def store_beside(timeline_dir: str | Path, label: str, trace_dir: str | Path,
     ``force``."""
     import lzma
 
-    from simfront.atomic import write_bytes
+    from simfront.core.atomic import write_bytes
 
     src = Path(timeline_dir)
     csv_in, js_in = src / f"timeline-{label}.csv", src / f"timeline-{label}.json"
