@@ -185,3 +185,16 @@ def test_example_sweep_files_plan(repo_root):
         plan = plan_sweep(load_sweep(f))
         assert plan.jobs, f
         assert all(j.trace_bytes > 0 for j in plan.jobs)
+
+
+def test_executor_names_are_one_list(tmp_path):
+    # the sweep file reader and make_executor take their names from the registry's one list,
+    # and each built-in name loads its class only when asked
+    from simfront.sweep.registry import BUILTIN_EXECUTORS, _factory, executor_names
+
+    assert set(executor_names()) >= {"local", "slurm"} == set(BUILTIN_EXECUTORS)
+    for name, target in BUILTIN_EXECUTORS.items():
+        assert _factory(name).__name__ == target.split(":")[1]
+    with pytest.raises(SweepError) as info:
+        load_sweep(_write(tmp_path, GOOD.replace("  kind: local", "  kind: pbs")))
+    assert "choose one of: " + ", ".join(executor_names()) in str(info.value)
