@@ -49,8 +49,8 @@ import numpy as np
 import pandas as pd
 
 from simfront.core.errors import TraceFormatError
-from simfront.gpu import load_gpu
 from simfront.core.paths import REPO_ROOT, repo_dir, shared_dir
+from simfront.gpu import load_gpu
 from simfront.sim.model.api import timed_record
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import prepare_kernel

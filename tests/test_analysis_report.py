@@ -14,8 +14,8 @@ from simfront.analysis.bound import analytic_bound, mix_from_ncu
 from simfront.analysis.correlate import correlate
 from simfront.analysis.studies import load_sweep_records
 from simfront.cli import cli
-from simfront.stats.h5store import write_results
 from simfront.core.ncu import read_ncu_csv
+from simfront.stats.h5store import write_results
 
 from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from simfront.analysis.threeway import _pair_hardware, kernel_table, three_way
 from simfront.core.errors import InputError
+from simfront.core.ncu import read_ncu_csv
 from simfront.core.paths import REPO_ROOT
 from simfront.stats.h5store import read_records
-from simfront.core.ncu import read_ncu_csv
 
 FIXTURE = REPO_ROOT / "tests" / "data" / "threeway_smoke.h5"
 # The fixture's hashes are of the descriptions of the day it ran (2026-11-22); the h100's

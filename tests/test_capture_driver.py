@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from simfront.capture.driver import CaptureError, Step, trace
-from simfront.core.launches import read_sidecar, window_launches
 from simfront.capture.tracers import Sampling, Tracer, Window
 from simfront.capture.validate import validate_trace_set
 from simfront.core.errors import ConfigError, InputError
+from simfront.core.launches import read_sidecar, window_launches
 from simfront.traces.store import TraceStore
 
 # A kernel as simfront's tracer writes it: header, then blocks of warps.

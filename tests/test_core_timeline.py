@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from simfront.core.timeline import (KernelSpan, busy_ns, read_timeline_json,
-                                       spans_from_chrome_trace, summarize, write_timeline)
 from simfront.core.errors import ConfigError, InputError
 from simfront.core.ncu import read_ncu_csv
+from simfront.core.timeline import (KernelSpan, busy_ns, read_timeline_json,
+                                       spans_from_chrome_trace, summarize, write_timeline)
 from simfront.workloads.green import parse_sms
 from simfront.workloads.timelines import condition_label
 

@@ -9,8 +9,8 @@ import pytest
 
 from simfront.core.errors import ConfigError
 from simfront.gpu import GPU, h100, load_gpu, preset_names, validate
-from simfront.sim.backend import check_gpu
 from simfront.gpu.units import Size
+from simfront.sim.backend import check_gpu
 
 from conftest import NCU_DIR
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from simfront.gpu import load_gpu, with_variants
 from simfront.core.paths import repo_dir
+from simfront.gpu import load_gpu, with_variants
 from simfront.sim.model import tiles
 from simfront.sim.model.clock import MAX, POWER, TENSOR, kernel_clock, power_share, tensor_share
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from simfront.analysis.balance import H100_RATIO, crossing_ratio
+from simfront.core.categories import kernel_category
 from simfront.core.errors import InputError
 from simfront.stats.launches import LAUNCHES, launch_weights
 
@@ -134,6 +135,5 @@ def mix_from_traces(trace_dir, footprint: bool = True) -> pd.DataFrame:
 
     ts = TraceSet(trace_dir)
     out[LAUNCHES] = [ts.count(f) for f in df["file"]]
-    from simfront.core.categories import kernel_category
     out["category"] = out["kernel_name"].map(kernel_category)
     return out

@@ -98,9 +98,7 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
             for n in r.notes:
                 click.echo(f"note: {n}")
     if out is not None:
-        from simfront.analysis.report import Report
         from simfront.analysis.studies import add_balance
-        from simfront.analysis.wallclock import sweep_step_shares
         rep = Report("Tensor:vector balance study", Path(out),
                      provenance={"sweep": str(sweep)})
         add_balance(rep, results, shares=sweep_step_shares(sweep))
@@ -120,11 +118,7 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
 def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | None,
                   out: Path | None) -> None:
     """Simulated cycles of SWEEP.h5 against hardware cycles of an ncu CSV, per kernel."""
-    from simfront.analysis.correlate import correlate
     from simfront.stats.h5store import read_records
-    from simfront.core.ncu import read_ncu_csv
-
-    from simfront.analysis.correlate import base_config_records
 
     corr = correlate(base_config_records(read_records(sweep), config), read_ncu_csv(ncu),
                      workload=workload)
@@ -132,7 +126,6 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
                f"{corr.pearson:.3f} (log {corr.pearson_log:.3f}); unmatched: "
                f"{corr.unmatched_sim} simulated, {corr.unmatched_hw} measured")
     if out is not None:
-        from simfront.analysis.report import Report
         from simfront.analysis.studies import add_correlation
         rep = Report("Correlation against hardware", Path(out),
                      provenance={"sweep": str(sweep), "ncu": str(ncu)})
@@ -162,8 +155,6 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
                l2: str | None, worst: int, csv_out: Path | None, as_json: bool) -> None:
     """Model what-if ratios against hardware what-if ratios of TRACE_SET(s), per launch and
     for the step (the timelines in each set's whatif/ folder)."""
-    from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
-
     labels = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     results = []
     for d in trace_sets:
@@ -172,7 +163,6 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
     if csv_out is not None:
         import pandas as pd
 
-        from simfront.core.atomic import write_text
         frames = [r.launches.assign(workload=r.workload, condition=r.condition)
                   for r in results]
         write_text(csv_out, pd.concat(frames).to_csv(index=False))
@@ -195,7 +185,6 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
 @click.option("--title", default="simfront report", show_default=True)
 def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> None:
     """Write a self-contained HTML page and Markdown with PNG figures."""
-    from simfront.analysis.report import Report
     from simfront.analysis.studies import (add_balance, add_balance_summary,
                                            add_characterization, add_correlation,
                                            balance_per_workload, characterize_ncu,
@@ -214,8 +203,6 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
     for rec, results in studied:
         add_balance(rep, results, summary=False)
         if corr_ncu is not None:
-            from simfront.analysis.correlate import base_config_records, correlate
-            from simfront.core.ncu import read_ncu_csv
             add_correlation(rep, correlate(base_config_records(rec), read_ncu_csv(corr_ncu)))
     h, m = rep.write()
     click.echo(f"wrote {h}\nwrote {m}")
@@ -230,14 +217,19 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
 def demo_cmd(out: Path, traces: Path | None, ratios: str) -> None:
     """Shipped sample traces -> a tensor:vector sweep on the built-in model -> the balance
     report. Needs no GPU and no simulator."""
-    from simfront.analysis.demo import run_demo
-
     rs = [float(x) for x in ratios.split(",") if x.strip()]
     html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs)
     click.echo(f"wrote {html_path}\nwrote {md_path}")
 
 
+from simfront.analysis.correlate import base_config_records, correlate
+from simfront.analysis.demo import run_demo
+from simfront.analysis.report import Report
 from simfront.analysis.threeway_cli import threeway_cmd  # noqa: E402
+from simfront.analysis.wallclock import sweep_step_shares
+from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
+from simfront.core.atomic import write_text
+from simfront.core.ncu import read_ncu_csv
 
 analyze.add_command(threeway_cmd)
 

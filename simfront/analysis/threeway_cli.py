@@ -6,6 +6,16 @@ from pathlib import Path
 
 import click
 
+from simfront.analysis.report import Report
+
+from simfront.analysis.threeway import add_threeway, three_way
+
+from simfront.core.errors import InputError
+
+from simfront.core.ncu import read_ncu_csv
+
+from simfront.gpu import config_hash, load_gpu
+
 
 @click.command("threeway")
 @click.argument("results", nargs=-1, required=True,
@@ -28,11 +38,7 @@ def threeway_cmd(results: tuple[Path, ...], ncu: tuple[str, ...], base: str, tol
     simulators disagree on a what-if."""
     import pandas as pd
 
-    from simfront.analysis.threeway import add_threeway, three_way
-    from simfront.core.errors import InputError
-    from simfront.gpu import config_hash, load_gpu
     from simfront.stats.h5store import read_records
-    from simfront.core.ncu import read_ncu_csv
 
     records = pd.concat([read_records(p) for p in results], ignore_index=True)
     hw = {}
@@ -67,8 +73,6 @@ def threeway_cmd(results: tuple[Path, ...], ncu: tuple[str, ...], base: str, tol
     if not t.disagreements and len(t.whatifs):
         click.echo("Accel-Sim and the model agree on every what-if here.")
     if out is not None:
-        from simfront.analysis.report import Report
-
         out.mkdir(parents=True, exist_ok=True)
         for name, df in (("kernels", t.kernels), ("steps", t.steps), ("whatifs", t.whatifs),
                          ("errors", t.errors)):

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simfront.core.timeline import TimelineSummary, read_timeline_json
+from simfront.sweep.inputs import resolve_traces
+from simfront.sweep.spec import load_sweep
 
 #: The timeline of the step as captured, on the whole GPU, beside a trace set.
 BASELINE_TIMELINE = Path("whatif") / "h100-all.json"
@@ -80,9 +82,6 @@ def sweep_step_shares(results_h5: str | Path) -> dict[str, StepShare]:
     ship a baseline timeline. The sweep's folder (``.sweeps/NAME/``, beside its
     ``results.h5``) keeps the sweep file it ran; trace sets resolve as the sweep resolved
     them. Workloads without a timeline are left out."""
-    from simfront.sweep.inputs import resolve_traces
-    from simfront.sweep.spec import load_sweep
-
     folder = Path(results_h5).parent
     spec_file = folder / "sweep.yaml"
     if not spec_file.exists():

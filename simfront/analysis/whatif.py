@@ -40,7 +40,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simfront.analysis.report import Section
+from simfront.core.categories import kernel_category, short_name
 from simfront.core.errors import InputError
+from simfront.core.ncu import read_ncu_csv
+from simfront.gpu import config_hash, load_gpu, with_variants
+from simfront.sim.backend import SimJob
+from simfront.stats.matching import align, launch_key
 
 BASE = "h100-all"
 #: How the model's L2 starts for the what-ifs unless told: ``cold`` or ``warm``. Warm, because
@@ -65,8 +71,6 @@ class Condition:
     variants: tuple[tuple[str, Any], ...] = ()
 
     def model_gpu(self):
-        from simfront.gpu import load_gpu, with_variants
-
         g = load_gpu(self.gpu)
         return with_variants(g, **dict(self.variants)) if self.variants else g
 
@@ -128,8 +132,6 @@ def available_conditions(trace_dir: str | Path) -> list[str]:
 
 def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict]:
     """A condition's timeline (ncu layout, see simfront.core.timeline) and its summary."""
-    from simfront.core.ncu import read_ncu_csv
-
     trace_dir = Path(trace_dir)
     df = read_ncu_csv(_timeline_path(trace_dir, label))
     if "time_us" not in df.columns:
@@ -143,7 +145,6 @@ def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict
 def trace_launches(trace_dir: str | Path) -> pd.DataFrame:
     """The trace set's launches in order: file, kernel name, short name, category, grid,
     block (from the kernel headers)."""
-    from simfront.core.categories import kernel_category, short_name
     from simfront.traces.reader import TraceSet
 
     rows = []
@@ -164,9 +165,6 @@ def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
     ``exact`` (name, grid, block), ``shape`` (same kernel, another launch shape: autotuning)
     or ``kernel`` (another kernel of the same category at that place: a library's choice).
     Non-exact pairs are only made between two exactly paired neighbours, in order."""
-    from simfront.core.categories import kernel_category, short_name
-    from simfront.stats.matching import align, launch_key
-
     ka = [launch_key(n, g, b) for n, g, b in zip(trace.kernel_name, trace.grid, trace.block)]
     kb = [launch_key(n, g, b) for n, g, b in
           zip(timeline.kernel_name, timeline.grid, timeline.block)]
@@ -245,8 +243,6 @@ def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
     bench_model). ``l2``: ``cold`` (the model's own default, what comparisons with ncu
     need) or ``warm`` (the model backend's ``l2`` option); the what-if comparison passes
     :data:`DEFAULT_L2`."""
-    from simfront.gpu import config_hash
-    from simfront.sim.backend import SimJob
     from simfront.sim.model.backend import RESULT_NAME, ModelBackend
 
     trace_dir = Path(trace_dir)
@@ -531,8 +527,6 @@ def panel_section(trace_sets: Sequence[str | Path], cache_dir: Path | None = Non
     """The report panel: how well the model's what-ifs held on hardware, for those of the
     given trace sets that carry what-if timelines (or for ``results`` already computed);
     ``None`` if there are none."""
-    from simfront.analysis.report import Section
-
     results = list(results or [])
     for d in trace_sets:
         if available_conditions(d) and (Path(d) / WHATIF_DIR / f"{BASE}.json").is_file():

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import click
 
+from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
 from simfront.capture.driver import Step, match_profile, profile, trace
 from simfront.capture.tracers import Sampling, Window, resolve_tracer
+from simfront.core.timeline import store_beside
+from simfront.workloads.green import parse_sms
+from simfront.workloads.run import parse_sets
+from simfront.workloads.timelines import run_timelines
+from simfront.workloads.workload import build
 
 
 def _step(workload, preset, iterations, window_iteration, sets, script_args) -> Step:
@@ -129,12 +135,6 @@ def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trac
                  device):
     """Time every kernel of WORKLOAD's steady-state step with CUPTI, on the whole GPU or on
     a green context's SMs: the hardware side of a what-if (see docs/capture.md)."""
-    from simfront.core.timeline import store_beside
-    from simfront.workloads.run import parse_sets
-    from simfront.workloads.green import parse_sms
-    from simfront.workloads.timelines import run_timelines
-    from simfront.workloads.workload import build
-
     wl = build(workload, preset, device=device, overrides=parse_sets(list(sets)))
     summaries = run_timelines(wl, parse_sms(sms), out, warmup=max(1, iterations - 1),
                               l2_setaside_mb=l2_setaside)
@@ -143,8 +143,6 @@ def timeline_cmd(workload, preset, iterations, sets, sms, l2_setaside, out, trac
         row = {"condition": s.label, "device": s.device_name, "sms": s.sms,
                "launches": s.launches, "kernel_ms": s.kernel_ms, "step_ms": s.step_ms}
         if trace_set is not None:
-            from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
-
             csv_out, _ = store_beside(out, s.label, trace_set, force=force)
             tl, _ = read_timeline(trace_set, csv_out.name.split(".")[0])
             pairs = pair_timeline(trace_launches(trace_set), tl)

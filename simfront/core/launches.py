@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from simfront.core.categories import short_name
 from simfront.core.errors import InputError
 
 SIDECAR = "launches.jsonl"
@@ -39,8 +40,6 @@ class Launch:
     def key(self) -> str:
         """The function's own name: what both the tracer's mangled name and ncu's
         demangled one reduce to."""
-        from simfront.core.categories import short_name
-
         return short_name(self.name)
 
     @property

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simfront.core.categories import kernel_category, short_name
 from simfront.core.errors import InputError
 
 #: Unit as ncu prints it -> (base unit, factor to multiply by).
@@ -186,8 +187,6 @@ def _col(df: pd.DataFrame, *names: str) -> pd.Series | None:
 
 
 def _derive(df: pd.DataFrame) -> dict[str, pd.Series]:
-    from simfront.core.categories import kernel_category, short_name
-
     d: dict[str, pd.Series] = {}
 
     def put(name: str, value) -> None:

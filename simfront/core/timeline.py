@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from simfront.core.atomic import write_text
+from simfront.core.atomic import write_bytes, write_text
 from simfront.core.errors import InputError
 
 TIMELINE_FORMAT = 1
@@ -190,8 +190,6 @@ def store_beside(timeline_dir: str | Path, label: str, trace_dir: str | Path,
     :mod:`simfront.analysis.whatif` reads). An existing timeline there is kept unless
     ``force``."""
     import lzma
-
-    from simfront.core.atomic import write_bytes
 
     src = Path(timeline_dir)
     csv_in, js_in = src / f"timeline-{label}.csv", src / f"timeline-{label}.json"

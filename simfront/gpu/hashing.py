@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from simfront.gpu.gpu import GPU
 from simfront.core.provenance import sha256_json
+from simfront.gpu.gpu import GPU
 
 
 def config_hash(gpu: GPU) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from simfront.core.errors import SimfrontError, SweepError
 from simfront.core.paths import repo_dir, shared_dir
 from simfront.core.provenance import sha256_file, sha256_json
+from simfront.sim.backend import check_gpu
 
 _KERNELSLIST = ("kernelslist.g", "kernelslist.g.xz")
 
@@ -221,8 +222,6 @@ def build_gpu(base: str, params: dict[str, Any], validate: bool = True,
     if validate and mod.validate is not None:
         mod.validate(gpu)
     if validate:
-        from simfront.sim.backend import check_gpu
-
         check_gpu(gpu, backends)
     return gpu
 

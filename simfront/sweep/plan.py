@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from simfront.core.errors import BackendError, SimfrontError, SweepError
 from simfront.core.provenance import sha256_json
+from simfront.sim.backend import get_backend
 from simfront.sweep import inputs
 from simfront.sweep.spec import SweepSpec
 
@@ -131,7 +132,6 @@ def plan_sweep(spec: SweepSpec) -> Plan:
     backends = []
     for name in spec.backends:
         try:
-            from simfront.sim.backend import get_backend
             b = get_backend(name)
             backends.append((name, str(b.version())))
         except BackendError as exc:

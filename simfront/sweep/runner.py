@@ -24,10 +24,11 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from simfront.core.errors import SweepError
+from simfront.core.errors import BackendError, SweepError
+from simfront.sim.backend import get_backend
 from simfront.sweep.executor import Executor
-from simfront.sweep.registry import make_executor
 from simfront.sweep.plan import Plan, plan_sweep
+from simfront.sweep.registry import make_executor
 from simfront.sweep.results import RESULTS_FILE, gather
 from simfront.sweep.spec import SweepSpec, load_sweep
 from simfront.sweep.store import JobStore, Outcome
@@ -126,9 +127,6 @@ class Sweep:
 
     def _check_backends(self) -> None:
         """Say now, not once per job, when a backend cannot run here."""
-        from simfront.core.errors import BackendError
-        from simfront.sim.backend import get_backend
-
         for name in self.spec.backends:
             try:
                 get_backend(name).check_available()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simfront.core.errors import SweepError
+from simfront.sim.backend import DEFAULT_BACKEND
 from simfront.sweep.registry import executor_names
 from simfront.sweep.yamlfile import LineDict, LineList, load_yaml
 
@@ -331,7 +332,6 @@ def _is_number(v: Any) -> bool:
 
 def _backends(ctx: _Ctx, top: LineDict) -> tuple[str, ...]:
     if "backends" not in top or top["backends"] is None:
-        from simfront.sim.backend import DEFAULT_BACKEND
         return (DEFAULT_BACKEND,)
     v = top["backends"]
     line = top.line_of("backends")

@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from simfront.core.errors import InputError
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import REPO_ROOT, shared_dir
+from simfront.traces.cubin import read_kernels
 from simfront.traces.header import KernelHeader
 from simfront.traces.kernelslist import KernelRef, format_kernelslist
 from simfront.traces.reader import TraceSet, _read_header, _Stream
@@ -127,8 +130,6 @@ def load_sidecar(path: str | Path) -> list[LaunchRecord]:
 
 def load_ncu(path: str | Path) -> list[LaunchRecord]:
     """Launch records from an ``ncu --csv --page raw`` file (via simfront.core.ncu)."""
-    from simfront.core.ncu import read_ncu_csv
-
     path = Path(path)
     df = read_ncu_csv(path)
     records = []
@@ -291,8 +292,6 @@ class RepairReport:
 def portable_path(path: Path) -> str:
     """A path as it reads on any checkout: ``../shared/...`` for the shared data, relative
     for the repository, else as given."""
-    from simfront.core.paths import REPO_ROOT, shared_dir
-
     p = Path(path).resolve()
     for root, prefix in ((shared_dir().resolve(), "../shared"), (REPO_ROOT.resolve(), ".")):
         try:
@@ -453,8 +452,6 @@ def load_cubin(path: str | Path, sm: int | None = None) -> list[LaunchRecord]:
     """Register counts of the kernels compiled into a cubin, library or wheel
     (:mod:`simfront.traces.cubin`), as name-only records (registers are per function;
     they never give shared memory). ``sm`` keeps only cubins of that SM version."""
-    from simfront.traces.cubin import read_kernels
-
     return [LaunchRecord(k.name, (0, 0, 0), (0, 0, 0), regs=k.regs, source=f"cubin {k.origin}")
             for k in read_kernels(path) if sm is None or k.sm == sm]
 

@@ -6,8 +6,10 @@ import json
 
 import click
 
+from simfront.workloads.counts import param_count
 from simfront.workloads.presets import as_dict
 from simfront.workloads.registry import WORKLOADS, get_spec
+from simfront.workloads.run import main
 
 
 @click.group(name="workloads")
@@ -27,7 +29,6 @@ def list_cmd() -> None:
 @click.option("--preset", default="tiny", show_default=True)
 def show_cmd(name: str, preset: str) -> None:
     """A preset's full config and analytic parameter count, as JSON."""
-    from simfront.workloads.counts import param_count
     cfg = get_spec(name).config(preset)
     click.echo(json.dumps({"workload": name, "preset": preset, "params": param_count(cfg),
                            "config": as_dict(cfg)}, indent=2))
@@ -38,7 +39,6 @@ def show_cmd(name: str, preset: str) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(args: tuple[str, ...]) -> None:
     """Run a step, bracketing one iteration (python -m simfront.workloads.run; -h for help)."""
-    from simfront.workloads.run import main
     code = main(list(args))
     if code:
         raise SystemExit(code)

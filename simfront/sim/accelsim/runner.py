@@ -48,12 +48,18 @@ from typing import Any
 
 from simfront.core.errors import BackendError, SimfrontError
 from simfront.core.provenance import sha256_file, sha256_json, tool_versions
-from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
-from simfront.sim.accelsim.isa_compat import IsaCompatError, copy_traceset, rewrite_traceset
-from simfront.sim.accelsim.sampling import blocks_per_sm, sample_scale, scale_record, sm_limits
-from simfront.sim.backend import Backend, SimJob, SimResult
+from simfront.gpu import config_hash
 from simfront.sim.accelsim import parse as parser
+from simfront.sim.accelsim.config import validate_for_accelsim, write_accelsim_config
+from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
+from simfront.sim.accelsim.isa_compat import (IsaCompatError, _out_name, copy_traceset,
+                                              rewrite_kernel, rewrite_traceset)
+from simfront.sim.accelsim.sampling import blocks_per_sm, sample_scale, scale_record, sm_limits
+from simfront.sim.accelsim.textio import open_text_in as _open_text_in
+from simfront.sim.backend import Backend, SimJob, SimResult
+from simfront.traces.header import parse_header
 from simfront.traces.kernelslist import KernelRef, format_kernelslist, parse_kernelslist
+from simfront.traces.validate import header_problems as stage_problems
 
 _SAMPLED_RE = re.compile(r"traced (\d+) of (\d+)")
 _CENSUS_RE = re.compile(r"^\s*(\d+) warp instructions")
@@ -94,8 +100,6 @@ class AccelSimBackend(Backend):
         self.install()
 
     def check_gpu(self, gpu: Any, pipes_used: "set[str] | None" = None) -> None:
-        from simfront.sim.accelsim.config import validate_for_accelsim
-
         validate_for_accelsim(gpu, pipes_used)
 
     def run(self, job: SimJob) -> SimResult:
@@ -188,8 +192,6 @@ class AccelSimBackend(Backend):
                     shutil.copyfile(p, out / p.name)
                     hashes[p.name] = sha256_file(p)
             return src.name, sha256_json(hashes)
-        from simfront.gpu import config_hash
-        from simfront.sim.accelsim.config import write_accelsim_config
 
         write_accelsim_config(job.gpu, out)
         for name in CONFIG_FILES:
@@ -272,7 +274,6 @@ class AccelSimBackend(Backend):
             traced = {k.file: k.instructions_in for k in report.kernels}
         elif overrides or sampled:
             # Header fixes without ISA changes: a rewritten copy, opcodes untouched.
-            from simfront.sim.accelsim.isa_compat import _out_name, rewrite_kernel
 
             kept = []
             for e in parse_kernelslist(work_dir / "kernelslist.g"):
@@ -353,8 +354,6 @@ class AccelSimBackend(Backend):
 
 def read_header(path: Path) -> dict[str, str]:
     """The ``-key = value`` header of a trace file (first lines only; streaming)."""
-    from simfront.sim.accelsim.textio import open_text_in as _open_text_in
-
     out: dict[str, str] = {}
     if path.name.endswith(".tracez"):
         return out  # binary; its header is read after conversion
@@ -461,11 +460,6 @@ def header_problems(h: dict[str, str], install: AccelSimInstall) -> list[str]:
 def _stage_validation(h: dict[str, str], path: Path) -> list[str]:
     """The trace stage's header checks (simfront.traces.validate), on the header as it
     would be sent (overrides applied); errors only, warnings are the stage's business."""
-    try:
-        from simfront.traces.header import parse_header
-        from simfront.traces.validate import header_problems as stage_problems
-    except ImportError:
-        return []
     lines = [(i, f"-{k} = {v}") for i, (k, v) in enumerate(h.items(), 1)]
     try:
         header = parse_header(lines, path)
