@@ -17,7 +17,7 @@ from simfront.analysis.characterize import Characterization, characterize
 from simfront.analysis.correlate import Correlation
 from simfront.analysis.report import Report
 from simfront.core.categories import CATEGORY_DOC, kernel_category, short_name
-from simfront.core.errors import InputError
+from simfront.core.errors import ConfigError, InputError
 from simfront.core.ncu import ncu_files, read_ncu_csv, workload_name
 from simfront.gpu.derived import tensor_vector_ratio
 from simfront.stats.ncu_configs import expand_trace_set, find_config_profile
@@ -75,10 +75,11 @@ def _manifest_workload(ncu_file: Path) -> tuple[str | None, dict | None]:
 
 def ratio_of_params(params: dict[str, Any], base: str = "h100") -> float | None:
     """The tensor:vector ratio of the GPU a job ran on, from its variant parameters: built
-    with the GPU stage where it can, else read from a parameter that names it."""
+    with the GPU stage where the parameters are variants of ``base`` that it accepts, else
+    read from a parameter that names it (a sweep over a user backend's own parameters)."""
     try:
         return float(tensor_vector_ratio(build_gpu(base, params)))
-    except Exception:  # GPU stage absent or a param it does not know: fall back below
+    except ConfigError:  # not variants of this GPU, or refused by its rules: fall back below
         pass
     from fractions import Fraction
     for k, v in params.items():

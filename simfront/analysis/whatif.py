@@ -44,7 +44,7 @@ from simfront.analysis.report import Section
 from simfront.core.categories import kernel_category, short_name
 from simfront.core.errors import InputError
 from simfront.core.ncu import read_ncu_csv
-from simfront.gpu import config_hash, load_gpu, with_variants
+from simfront.gpu import GPU, config_hash, load_gpu, with_variants
 from simfront.sim.backend import SimJob
 from simfront.stats.matching import align, launch_key
 
@@ -234,7 +234,7 @@ def trace_set_hash(trace_dir: Path) -> str:
     return h.hexdigest()
 
 
-def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
+def model_records(trace_dir: str | Path, gpu: GPU, cache_dir: Path | None = None,
                   progress: Callable[[str], None] | None = None,
                   l2: str = "cold") -> pd.DataFrame:
     """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace

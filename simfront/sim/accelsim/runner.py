@@ -24,7 +24,7 @@ traced blocks and its record scaled to the whole grid (sampling.py); the record 
 - ``header_overrides``: ``{kernel file or "*": {"nregs": 32, "shmem": 4192}}`` for header
   fields the tracer wrote wrong (the 2024 tracer's ``-nregs``)
 - ``config_dir``: a folder with ready ``gpgpusim.config``/``trace.config`` (instead of
-  writing them from ``SimJob.gpu``); a string or Path as ``SimJob.gpu`` means the same
+  writing them from ``SimJob.gpu``, which is then ``None``)
 - ``memory_limit_gb`` (default 32), ``extra_args`` (list of simulator arguments),
   ``compress_traces`` (write the rewritten copy as .xz; default plain ``.traceg``)
 """
@@ -48,7 +48,7 @@ from typing import Any
 
 from simfront.core.errors import BackendError, SimfrontError
 from simfront.core.provenance import sha256_file, sha256_json, tool_versions
-from simfront.gpu import config_hash
+from simfront.gpu import GPU, config_hash
 from simfront.sim.accelsim import parse as parser
 from simfront.sim.accelsim.config import validate_for_accelsim, write_accelsim_config
 from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
@@ -99,7 +99,7 @@ class AccelSimBackend(Backend):
     def check_available(self) -> None:
         self.install()
 
-    def check_gpu(self, gpu: Any, pipes_used: "set[str] | None" = None) -> None:
+    def check_gpu(self, gpu: GPU, pipes_used: "set[str] | None" = None) -> None:
         validate_for_accelsim(gpu, pipes_used)
 
     def run(self, job: SimJob) -> SimResult:
@@ -179,8 +179,6 @@ class AccelSimBackend(Backend):
     # ------------------------------------------------------------------ steps
     def _write_config(self, job: SimJob, out: Path) -> tuple[str, str]:
         src = job.options.get("config_dir")
-        if src is None and isinstance(job.gpu, (str, Path)) and Path(job.gpu).is_dir():
-            src = job.gpu
         if src is not None:
             src = Path(src)
             for name in CONFIG_FILES:
@@ -193,13 +191,15 @@ class AccelSimBackend(Backend):
                     hashes[p.name] = sha256_file(p)
             return src.name, sha256_json(hashes)
 
+        if job.gpu is None:
+            raise BackendError("the job names no GPU description and no config_dir option")
         write_accelsim_config(job.gpu, out)
         for name in CONFIG_FILES:
             if not (out / name).exists():
                 raise BackendError(f"write_accelsim_config wrote no {name} in {out}")
         # the same hash as the model backend and the sweep's job ids use
         chash = config_hash(job.gpu)
-        return getattr(job.gpu, "name", "gpu"), chash
+        return job.gpu.name, chash
 
     def _prepare_traces(self, job: SimJob, tdir: Path,
                         install: AccelSimInstall) -> tuple[list[dict], dict | None]:
