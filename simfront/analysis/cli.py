@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import click
+import pandas as pd
 
 
 def _json_out(obj) -> str:
@@ -45,7 +46,6 @@ def characterize_cmd(inputs: tuple[Path, ...], as_json: bool) -> None:
             "pipe_classes": ch.pipe_classes[["launches", "share"]].to_dict("index"),
         } for ch in chars}))
         return
-    import pandas as pd
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
         for ch in chars:
@@ -161,8 +161,6 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
         results += compare(d, labels, cache_dir, progress=lambda m: click.echo(m, err=True),
                            l2=l2 or DEFAULT_L2)
     if csv_out is not None:
-        import pandas as pd
-
         frames = [r.launches.assign(workload=r.workload, condition=r.condition)
                   for r in results]
         write_text(csv_out, pd.concat(frames).to_csv(index=False))

@@ -5,10 +5,12 @@ file, the balance study and the report writer)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from simfront.analysis.bound import analytic_bound, mix_from_traces
@@ -37,8 +39,6 @@ def _is_trace_set(p: Path) -> bool:
 
 
 def _workload_name(p: Path) -> str | None:
-    import json
-
     try:
         workload = json.loads((p / "manifest.json").read_text()).get("workload") or {}
     except (OSError, ValueError):
@@ -50,8 +50,6 @@ def _whole_step(p: Path) -> bool:
     """A capture of a whole training step of a registered workload at its `tiny` preset (not
     a slice of one, not a test program): what a balance study is about, at a size the demo
     simulates in a minute or two (the paper-size captures are experiments/paper_balance.yaml's)."""
-    import json
-
     try:
         manifest = json.loads((p / "manifest.json").read_text())
     except (OSError, ValueError):
@@ -225,7 +223,6 @@ def _bounds(sets: list[Path], studies: dict, base_gpu: str = "h100") -> dict:
         except InputError as exc:
             _say(f"   no analytic bound for {p.name}: {exc}")
             return {}
-    import pandas as pd
     mix = pd.concat(mixes, ignore_index=True)
     return {name: analytic_bound(mix, res.ratios, tensor_flops_per_s=tensor_rate,
                                  dram_bw=dram_bw, baseline_ratio=res.baseline_ratio,

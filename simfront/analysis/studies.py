@@ -4,6 +4,7 @@ lay their results out as report sections. The CLI and the demo call these."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +61,6 @@ def characterize_ncu(paths: list[Path]) -> list[Characterization]:
 def _manifest_workload(ncu_file: Path) -> tuple[str | None, dict | None]:
     """The trace set's name and workload config from the ``manifest.json`` beside an ncu
     file (a capture's ``ncu.csv``), else (None, None)."""
-    import json
-
     manifest = Path(ncu_file).parent / "manifest.json"
     if not manifest.is_file():
         return None, None
@@ -81,7 +80,6 @@ def ratio_of_params(params: dict[str, Any], base: str = "h100") -> float | None:
         return float(tensor_vector_ratio(build_gpu(base, params)))
     except ConfigError:  # not variants of this GPU, or refused by its rules: fall back below
         pass
-    from fractions import Fraction
     for k, v in params.items():
         if "ratio" in k and k != "ratio_mode":
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import pandas as pd
 
 from simfront.analysis.report import Report
 
@@ -36,8 +37,6 @@ def threeway_cmd(results: tuple[Path, ...], ncu: tuple[str, ...], base: str, tol
     """Model vs Accel-Sim vs H100, per kernel and per step, at the baseline and under each
     what-if in RESULTS (sweep HDF5 files holding both backends); says where the two
     simulators disagree on a what-if."""
-    import pandas as pd
-
     from simfront.stats.h5store import read_records
 
     records = pd.concat([read_records(p) for p in results], ignore_index=True)

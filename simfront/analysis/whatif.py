@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,8 +201,6 @@ def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
 
 
 def default_cache_dir() -> Path:
-    import os
-
     env = os.environ.get("SIMFRONT_CACHE")
     return (Path(env) if env else Path.home() / ".cache" / "simfront") / "whatif"
 
@@ -361,9 +361,6 @@ def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
     """Run the model runs that :func:`compare` will need (each set's baseline and every
     condition with a timeline) side by side in ``workers`` processes (default: the cores),
     so that the comparisons then read the cache. Returns how many runs there were."""
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-
     work = [(str(d), lb, str(cache_dir) if cache_dir else None, l2) for d in trace_sets
             for lb in dict.fromkeys([BASE, *(c for c in available_conditions(d)
                                              if conditions is None or c in conditions)])]

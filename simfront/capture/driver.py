@@ -19,6 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from simfront.capture.match import match_launches
 from simfront.capture.metrics import metric_list
 from simfront.capture.tracers import Sampling, Tracer, Window, accelsim_postprocess
@@ -438,8 +440,6 @@ def match_profile(ncu_csv: str | Path, trace_dir: str | Path,
                   out_csv: str | Path | None = None) -> dict[str, Any]:
     """Match an ncu profile to a capture's launches (its sidecar) one to one; write the
     per-launch pairs (trace kernel file + id beside the ncu row index) when asked."""
-    import pandas as pd
-
     trace_dir = Path(trace_dir)
     side = trace_dir / SIDECAR if (trace_dir / SIDECAR).exists() else trace_dir / "trace" / SIDECAR
     launches = window_launches(read_sidecar(side))

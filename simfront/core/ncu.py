@@ -21,7 +21,10 @@ loader never guesses a value that was not measured.
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
+import lzma
 import re
 from pathlib import Path
 
@@ -109,10 +112,6 @@ def ncu_files(directory: str | Path, pattern: str = "*.ncu.csv") -> list[Path]:
 
 def _open_text(path: Path):
     """The CSV as text, also when stored compressed (``.xz``, ``.gz``, ``.bz2``)."""
-    import bz2
-    import gzip
-    import lzma
-
     opener = {".xz": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
     return opener(path, "rt", newline="", encoding="utf-8", errors="replace")
 

@@ -19,7 +19,10 @@ Parsing is pure; only :class:`KernelTimer` needs torch.
 from __future__ import annotations
 
 import csv
+import io
 import json
+import lzma
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -120,8 +123,6 @@ def summarize(spans: list[KernelSpan], label: str, device_name: str, sms: int | 
 
 def write_timeline(path: str | Path, spans: list[KernelSpan]) -> None:
     """The spans as an ncu-layout CSV (see the module's docstring)."""
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
     w.writerow(COLUMNS)
@@ -177,8 +178,6 @@ class KernelTimer:
 def gpu_prefix(device_name: str) -> str:
     """``NVIDIA H100 80GB HBM3`` -> ``h100``: the file-name prefix of a device's timelines
     in a trace set's ``whatif/`` folder."""
-    import re
-
     m = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", device_name)
     return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
 
@@ -189,8 +188,6 @@ def store_beside(timeline_dir: str | Path, label: str, trace_dir: str | Path,
     ``whatif/`` folder as ``<gpu>-<label>.csv.xz`` and ``.json`` (the names
     :mod:`simfront.analysis.whatif` reads). An existing timeline there is kept unless
     ``force``."""
-    import lzma
-
     src = Path(timeline_dir)
     csv_in, js_in = src / f"timeline-{label}.csv", src / f"timeline-{label}.json"
     summary = read_timeline_json(js_in)

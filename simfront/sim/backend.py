@@ -8,6 +8,7 @@ named by the user). The sweep stage only talks to this interface.
 from __future__ import annotations
 
 import abc
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -119,8 +120,6 @@ def check_gpu(gpu: GPU, backends: "tuple[str, ...] | list[str] | None" = None,
 def _load_builtin(name: str) -> None:
     # Importing a backend module registers it. Only the module of the backend asked for is
     # imported, so a Slurm task running Accel-Sim does not pay for the model's numba import.
-    import importlib
-
     module = BUILTIN_MODULES.get(name)
     if module is not None:
         importlib.import_module(module)

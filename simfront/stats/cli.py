@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 from pathlib import Path
@@ -59,8 +60,6 @@ def parse_cmd(log: Path, columns: str | None, all_columns: bool, as_json: bool) 
     """Parse a GPGPU-Sim/Accel-Sim stdout (plain, .xz or .zst) into per-kernel records.
 
     Exits 1 when the log is of a failed run (after printing what was parsed), 2 on bad input."""
-    import fnmatch
-
     from simfront.sim.accelsim.parse import kernel_records, parse_file
 
     parsed = parse_file(log)

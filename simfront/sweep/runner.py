@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
+from tqdm import tqdm
 
 from simfront.core.errors import BackendError, SweepError
 from simfront.sim.backend import get_backend
@@ -297,7 +299,6 @@ class _StopFlag:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        import threading
         if threading.current_thread() is not threading.main_thread():
             yield
             return
@@ -316,7 +317,6 @@ class _Progress:
         self.store = store
         self.bar = None
         if enabled:
-            from tqdm import tqdm
             c = store.counts()
             total = sum(c.values())
             self.bar = tqdm(total=total, initial=c["done"] + c["failed"], unit="job",

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+import yaml
 
 from simfront.core.errors import InputError
 from simfront.traces.cubin import read_kernels
@@ -142,8 +143,6 @@ def repair_cmd(directory: str, out: str, launches: str | None, ncu: str | None,
 def register_cmd(directory: str, name: str | None, fields_file: str | None, root: str | None,
                  overwrite: bool) -> None:
     """Validate DIRECTORY and add it to the store with a computed manifest."""
-    import yaml
-
     fields = {}
     if fields_file:
         fields = yaml.safe_load(Path(fields_file).read_text()) or {}

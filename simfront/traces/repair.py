@@ -37,6 +37,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
+from tqdm import tqdm
 from simfront.core.errors import InputError
 from simfront.core.ncu import read_ncu_csv
 from simfront.core.paths import REPO_ROOT, shared_dir
@@ -316,8 +319,6 @@ def _write_kernel(src: Path, dst: Path, header: KernelHeader, xz_preset: int) ->
         if dst.name.endswith(".xz"):
             out = lzma.open(dst, "wb", preset=xz_preset)
         elif dst.name.endswith(".zst"):
-            import zstandard
-
             out = zstandard.ZstdCompressor(level=10).stream_writer(open(dst, "wb"))
         else:
             out = open(dst, "wb")
@@ -425,8 +426,6 @@ def repair_set(src: str | Path, out: str | Path, records: list[LaunchRecord] | N
     try:
         iterator = plans
         if progress:
-            from tqdm import tqdm
-
             iterator = tqdm(plans, desc="repair", unit="kernel", disable=None)
         for ref, header, new_header, changes, match in iterator:
             if changes:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from simfront.core.errors import TraceFormatError
 from simfront.traces.header import KernelHeader, header_key
@@ -216,8 +217,6 @@ def validate_set(path: str | Path, body: bool = True, progress: bool = False) ->
     kernels = list(ts.kernels())
     iterator = kernels
     if progress:
-        from tqdm import tqdm
-
         iterator = tqdm(kernels, desc="validate", unit="kernel", disable=None)
     for kernel in iterator:
         report.kernels += 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from tqdm import tqdm
 
 from simfront.core.errors import BackendError
 from simfront.gpu.presets import load_gpu
@@ -59,8 +60,6 @@ def check_cmd(accelsim_root: Path | None) -> None:
 def compat_cmd(trace_dir: Path, out_dir: Path, target: str, binary_version: str,
                nregs: int | None, shmem: int | None, xz: bool) -> None:
     """Write a copy of TRACE_DIR that Accel-Sim 1.x can replay (Hopper -> Ampere map)."""
-    from tqdm import tqdm
-
     bar = tqdm(desc="rewriting", unit="kernel", file=click.get_text_stream("stderr"))
     rep = rewrite_traceset(trace_dir, out_dir, target=target, binary_version=int(binary_version),
                            header_overrides=_overrides(nregs, shmem), compress=xz,

@@ -46,6 +46,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from simfront.core.errors import BackendError, SimfrontError
 from simfront.core.provenance import sha256_file, sha256_json, tool_versions
 from simfront.gpu import GPU, config_hash
@@ -274,7 +276,6 @@ class AccelSimBackend(Backend):
             traced = {k.file: k.instructions_in for k in report.kernels}
         elif overrides or sampled:
             # Header fixes without ISA changes: a rewritten copy, opcodes untouched.
-
             kept = []
             for e in parse_kernelslist(work_dir / "kernelslist.g"):
                 if isinstance(e, KernelRef):
@@ -561,13 +562,8 @@ def _json_default(o: Any) -> Any:
         return str(o)
     if isinstance(o, (set, frozenset)):
         return sorted(o)
-    try:
-        import numpy as np
-
-        if isinstance(o, np.generic):
-            return o.item()
-    except ImportError:
-        pass
+    if isinstance(o, np.generic):
+        return o.item()
     return str(o)
 
 

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import click
+import pandas as pd
 
 from simfront.core.categories import short_name
 
@@ -41,8 +42,6 @@ def _launches_from_ncu(path: Path, trace_dir: Path) -> dict:
 def run_cmd(trace_dir: Path, gpu_spec: str, kernels: tuple[str, ...], backend: str,
             ncu_path: Path | None, out_csv: Path | None, job_dir: Path | None) -> None:
     """Simulate the kernels of TRACE_DIR and print one line per kernel."""
-    import pandas as pd
-
     gpu = load_gpu(gpu_spec)
     options = {}
     if ncu_path is not None:
