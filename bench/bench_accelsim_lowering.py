@@ -29,8 +29,8 @@ from results_md import update_section  # bench/results_md.py, beside this script
 
 import pandas as pd
 
+from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT
 from simfront.sim.accelsim.isa_compat import scan_opcodes
 from simfront.sim.accelsim.runner import AccelSimBackend
 from simfront.sim.backend import SimJob

@@ -24,12 +24,12 @@ import numpy as np
 import pandas as pd
 
 from simfront.analysis.threeway import three_way
-from simfront.sim.model.params import DEFAULT_PARAMS
-from simfront.paths import REPO_ROOT
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import REPO_ROOT
 from simfront.sim.accelsim.lowering import LOWERED_OPS, RENAME_OPS, TMA_LOADS, TMA_STORES
+from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.stats.h5store import read_records
 from simfront.stats.matching import mape, pearson
-from simfront.stats.ncu import read_ncu_csv
 from simfront.sweep.store import JobStore
 from simfront.sweep.worker import finished_result
 from simfront.traces.store import TraceStore

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from results_md import update_section  # noqa: E402  (bench/results_md.py)
 
-from simfront.stats.ncu import read_ncu_csv  # noqa: E402
+from simfront.core.ncu import read_ncu_csv  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "device"
 TRACES = Path(__file__).resolve().parents[1] / "traces"

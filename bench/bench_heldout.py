@@ -25,7 +25,7 @@ from results_md import update_section  # bench/results_md.py, beside this script
 
 from simfront.analysis.whatif import compare, model_records, model_source_hash
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 from simfront.sim.model.validation import pair_launches, read_ncu
 from simfront.stats.matching import mape
 

@@ -12,7 +12,7 @@ import argparse
 from results_md import update_section  # bench/results_md.py, beside this script
 
 from simfront.analysis.lengths import plot, read_points, render_markdown
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 
 SECTION = "## PerfMamba's row: sequence length and d_state (bench/bench_lengths.py)"
 DATA = REPO_ROOT / "bench" / "data" / "device" / "lengths"

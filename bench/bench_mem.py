@@ -36,12 +36,12 @@ from results_md import update_section  # bench/results_md.py, beside this script
 import numpy as np
 import pandas as pd
 
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT
 from simfront.sim.model.cache import survival_probability
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import bandwidths, l2_side_rates, memory_latencies
-from simfront.stats.ncu import read_ncu_csv
 
 SECTION = "## Memory microbenchmarks: the L2 that private rows find, and loaded DRAM latency (bench/bench_mem.py)"
 DATA = REPO_ROOT / "bench" / "data" / "device" / "mem_rows"

@@ -48,9 +48,9 @@ from results_md import update_section  # bench/results_md.py, beside this script
 import numpy as np
 import pandas as pd
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
+from simfront.core.paths import REPO_ROOT, repo_dir, shared_dir
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT, repo_dir, shared_dir
 from simfront.sim.model.api import timed_record
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import prepare_kernel
@@ -199,7 +199,7 @@ def persistent_gemms() -> list[str]:
     SMs over time at 132) before the persistent-grid rule (``persistent_kernels`` empty,
     ceil(B/S) blocks one after another) and after, against the H100's
     green-context timelines shipped beside the trace set (held out: nothing was fitted)."""
-    from simfront.analysis.categories import short_name
+    from simfront.core.categories import short_name
     from simfront.analysis.whatif import pair_timeline, read_condition
     from simfront.gpu.variants import with_variants
     from simfront.sim.model.api import simulate_kernel

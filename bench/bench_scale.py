@@ -32,10 +32,10 @@ import pandas as pd
 
 from simfront.analysis.characterize import characterize
 from simfront.analysis.whatif import model_records, model_source_hash
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT
 from simfront.stats.matching import mape, pearson
-from simfront.stats.ncu import read_ncu_csv
 from simfront.stats.ncu_configs import expand_trace_set, find_config_profile
 
 SECTION = "## Answers at scale: model size and sequence length (bench/bench_scale.py)"

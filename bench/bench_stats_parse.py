@@ -20,7 +20,7 @@ from results_md import update_section  # bench/results_md.py, beside this script
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from simfront.paths import shared_dir  # noqa: E402
+from simfront.core.paths import shared_dir  # noqa: E402
 from simfront.sim.accelsim import parse as acs  # noqa: E402
 
 SECTION = "## GPGPU-Sim/Accel-Sim log parsing (bench/bench_stats_parse.py)"

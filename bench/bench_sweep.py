@@ -28,8 +28,8 @@ from pathlib import Path
 
 from results_md import update_section  # bench/results_md.py, beside this script
 
-from simfront.sweep.registry import make_executor
 from simfront.sweep.local import machine_cpus
+from simfront.sweep.registry import make_executor
 from simfront.sweep.runner import Sweep, drive
 from simfront.sweep.testing import write_sweep
 

@@ -25,7 +25,7 @@ from results_md import update_section  # bench/results_md.py, beside this script
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from simfront.paths import shared_dir  # noqa: E402
+from simfront.core.paths import shared_dir  # noqa: E402
 from simfront.traces.reader import TraceSet  # noqa: E402
 from simfront.traces.stats import kernel_stats  # noqa: E402
 

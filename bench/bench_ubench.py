@@ -39,15 +39,15 @@ from results_md import update_section  # bench/results_md.py, beside this script
 
 import numpy as np
 
-from simfront.analysis.categories import short_name
+from simfront.core.categories import short_name
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT
-from simfront.sim.model.backend import MODEL_VERSION
 from simfront.sim.model.api import timed_record
+from simfront.sim.model.backend import MODEL_VERSION
 from simfront.sim.model.decode import PIPE_INDEX, build_optable, pipe_timing
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.simulate import prepare_kernel
-from simfront.stats.ncu import read_ncu_csv
 from simfront.traces.opcodes import classify
 from simfront.traces.reader import TraceSet
 

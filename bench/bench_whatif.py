@@ -30,7 +30,7 @@ from results_md import update_section  # bench/results_md.py, beside this script
 
 from simfront.analysis.whatif import (DEFAULT_L2, WHATIF_DIR, available_conditions, compare,
                                       model_source_hash, render_markdown, warm_cache)
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 from simfront.sim.model import MODEL_VERSION
 
 SECTION = "## What-ifs against hardware (bench/bench_whatif.py)"

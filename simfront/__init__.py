@@ -2,6 +2,8 @@
 
 Stages, one subpackage each, talking through plain on-disk data:
 
+- ``core``: the ground floor: errors, paths, and the formats every stage shares (kernel
+  categories, ncu records, launch records, timelines).
 - ``workloads``: PyTorch training steps of Mamba-family models.
 - ``capture``: NVBit tracing and ncu profiling of a step on a real GPU.
 - ``traces``: reading, validating, repairing and summarising Accel-Sim-format traces.

@@ -8,7 +8,15 @@ import sys
 import click
 
 from simfront import __version__
-from simfront.errors import SimfrontError
+from simfront.analysis.cli import commands as analysis_commands
+from simfront.capture.cli import commands as capture_commands
+from simfront.core.errors import SimfrontError
+from simfront.gpu.cli import commands as gpu_commands
+from simfront.sim.cli import commands as sim_commands
+from simfront.stats.cli import commands as stats_commands
+from simfront.sweep.cli import commands as sweep_commands
+from simfront.traces.cli import commands as traces_commands
+from simfront.workloads.cli import commands as workloads_commands
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,17 +26,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    # Imported here so that `simfront --help` lists every stage, and so each stage's CLI
-    # stays in its own package.
-    from simfront.analysis.cli import commands as analysis_commands
-    from simfront.capture.cli import commands as capture_commands
-    from simfront.gpu.cli import commands as gpu_commands
-    from simfront.sim.cli import commands as sim_commands
-    from simfront.stats.cli import commands as stats_commands
-    from simfront.sweep.cli import commands as sweep_commands
-    from simfront.traces.cli import commands as traces_commands
-    from simfront.workloads.cli import commands as workloads_commands
-
+    # every stage's commands, so that `simfront --help` lists them all
     for group in (traces_commands, gpu_commands, sweep_commands, sim_commands,
                   stats_commands, analysis_commands, capture_commands, workloads_commands):
         for command in group:

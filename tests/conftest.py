@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from simfront.paths import REPO_ROOT, shared_dir
+from simfront.core.paths import REPO_ROOT, shared_dir
 
 # Samples of the H100 reference data shipped with the repository (tests/data/README.md says
 # where each comes from), so the suite runs on a clone with nothing beside it.

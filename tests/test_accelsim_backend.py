@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
 from simfront.sim.accelsim import AccelSimBackend, find_install, load_result
 from simfront.sim.accelsim.runner import STDOUT_NAME
 from simfront.sim.backend import SimJob, get_backend

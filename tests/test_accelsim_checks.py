@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu import h100, load_gpu, validate, with_variants
 from simfront.gpu.trace_pipes import pipes_used
 from simfront.sim.accelsim.checks import accelsim_warnings, validate_accelsim_options

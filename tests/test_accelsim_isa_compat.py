@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
 from simfront.sim.accelsim import isa_compat as ic
 
 from conftest import SCAN_STEP

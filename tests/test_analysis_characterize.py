@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from simfront.analysis.characterize import PIPE_USE_THRESHOLD, characterize, pipe_class
-from simfront.stats.ncu import read_ncu_csv
+from simfront.core.ncu import read_ncu_csv
 
 from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 

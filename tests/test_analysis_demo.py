@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 
 
 def test_sample_trace_sets_are_found():

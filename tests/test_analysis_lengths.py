@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from simfront.analysis import lengths as L
-from simfront.capture.timeline import read_timeline_json
-from simfront.errors import InputError
-from simfront.paths import repo_dir
-from simfront.stats.ncu import read_ncu_csv
+from simfront.core.timeline import read_timeline_json
+from simfront.core.errors import InputError
+from simfront.core.paths import repo_dir
+from simfront.core.ncu import read_ncu_csv
 
 TRACES = repo_dir("traces")
 SWEEP = [TRACES / f"mamba2_lm-paper-L{n}" for n in (512, 1024, 4096, 8192)] + [

@@ -14,8 +14,8 @@ from simfront.analysis.bound import analytic_bound, mix_from_ncu
 from simfront.analysis.correlate import correlate
 from simfront.analysis.studies import load_sweep_records
 from simfront.cli import cli
+from simfront.core.ncu import read_ncu_csv
 from simfront.stats.h5store import write_results
-from simfront.stats.ncu import read_ncu_csv
 
 from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 
@@ -40,7 +40,7 @@ def test_correlation_of_known_errors(m2):
     assert c.pearson == pytest.approx(np.corrcoef(hw["cycles"], sim["cycles"])[0, 1])
     # the last launch of a kernel missing on one side shifts nothing else: pairing is by
     # kernel name and occurrence
-    from simfront.analysis.categories import short_name
+    from simfront.core.categories import short_name
     names = hw["kernel_name"].map(short_name)
     last = int(np.nonzero(~names.duplicated(keep="last").to_numpy())[0][3])
     c2 = correlate(sim.drop(index=sim.index[last]), hw)

@@ -15,10 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from simfront.analysis.threeway import _pair_hardware, kernel_table, three_way
-from simfront.errors import InputError
-from simfront.paths import REPO_ROOT
+from simfront.core.errors import InputError
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import REPO_ROOT
+from simfront.gpu import load_gpu
 from simfront.stats.h5store import read_records
-from simfront.stats.ncu import read_ncu_csv
 
 FIXTURE = REPO_ROOT / "tests" / "data" / "threeway_smoke.h5"
 # The fixture's hashes are of the descriptions of the day it ran (2026-11-22); the h100's
@@ -111,7 +112,7 @@ def test_hardware_pairs_launch_by_launch(repo_root):
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         res = get_backend("model").run(SimJob("t", repo_root / "traces" / "mamba1_selective_scan",
-                                              "h100", __import__("pathlib").Path(d)))
+                                              load_gpu("h100"), __import__("pathlib").Path(d)))
     base = pd.DataFrame(res.records).sort_values("kernel_id").reset_index(drop=True)
     hw = read_ncu_csv(repo_root / "bench" / "data" / "h100_ncu" / "mamba1_scan_step.ncu.csv.xz")
     got = _pair_hardware(base, hw)

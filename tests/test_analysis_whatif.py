@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from simfront.analysis import whatif as W
-from simfront.errors import InputError
-from simfront.paths import repo_dir
+from simfront.core.errors import InputError
+from simfront.core.paths import repo_dir
 
 TRACES = repo_dir("traces")
 TINY = TRACES / "mamba2_lm-tiny"
@@ -177,7 +177,7 @@ def test_cli(tiny_sms32, tmp_path):
 
 
 def test_store_beside_a_trace_set(tmp_path):
-    from simfront.capture.timeline import gpu_prefix, store_beside
+    from simfront.core.timeline import gpu_prefix, store_beside
 
     assert gpu_prefix("NVIDIA H100 80GB HBM3") == "h100"
     assert gpu_prefix("NVIDIA H200") == "h200"

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
-from simfront.paths import REPO_ROOT
 from simfront.sim.model.params import DEFAULT_PARAMS
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simfront.capture.launches import (dedup_groups, dedup_key, multiplicity, outside_counts,
+from simfront.core.errors import InputError, TraceFormatError
+from simfront.core.launches import (dedup_groups, dedup_key, multiplicity, outside_counts,
                                        read_sidecar, traced_launches, window_launches)
-from simfront.errors import InputError, TraceFormatError
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 from simfront.traces.dedup import deduplicate_set
 from simfront.traces.multiplicity import MULTIPLICITY, read_multiplicity
 from simfront.traces.reader import KernelTrace, TraceSet

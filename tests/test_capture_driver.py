@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from simfront.capture.driver import CaptureError, Step, trace
-from simfront.capture.launches import read_sidecar, window_launches
 from simfront.capture.tracers import Sampling, Tracer, Window
 from simfront.capture.validate import validate_trace_set
-from simfront.errors import ConfigError, InputError
+from simfront.core.errors import ConfigError, InputError
+from simfront.core.launches import read_sidecar, window_launches
 from simfront.traces.store import TraceStore
 
 # A kernel as simfront's tracer writes it: header, then blocks of warps.
@@ -254,8 +254,8 @@ def test_accelsim_trace_against_ncu_finds_the_missing_ex_launches(scan_step, rep
     (bench/data/h100_ncu): the 19 Triton launches (cuLaunchKernelEx) are reported missing."""
     import lzma
 
-    from simfront.capture.launches import ncu_launches
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.launches import ncu_launches
+    from simfront.core.ncu import read_ncu_csv
 
     src = repo_root / "bench/data/h100_ncu/mamba1_scan_step.ncu.csv.xz"
     if not src.exists():
@@ -313,7 +313,7 @@ def test_deduplicated_capture_counts_repeats_and_stores_them(tmp_path, fake_trac
 
 def test_dedup_env_only_for_simfronts_tracer(tmp_path, fake_tracer):
     from simfront.capture.tracers import Sampling, Window
-    from simfront.errors import InputError
+    from simfront.core.errors import InputError
     env = fake_tracer.env(tmp_path, Window("iteration"), Sampling(), dedup=True)
     assert env["SIMFRONT_DEDUP"] == "1"
     with pytest.raises(InputError, match="deduplicate"):

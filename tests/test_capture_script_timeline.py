@@ -16,9 +16,9 @@ from simfront.capture.cli import store_and_pair, timeline_cmd
 from simfront.capture.driver import CaptureError
 from simfront.capture.script_timeline import conditions, run_script_timelines
 from simfront.capture.script_window import (ENV_DIR, ENV_L2SET, ENV_SMS, Condition, command)
-from simfront.capture.timeline import read_timeline_json
-from simfront.errors import ConfigError, InputError
-from simfront.provenance import sha256_file
+from simfront.core.timeline import read_timeline_json
+from simfront.core.errors import ConfigError, InputError
+from simfront.core.provenance import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,10 +10,10 @@ from collections import Counter
 
 import pytest
 
-from simfront.analysis.categories import short_name
-from simfront.capture.launches import read_sidecar, window_launches
 from simfront.capture.validate import validate_trace_set
-from simfront.paths import repo_dir
+from simfront.core.categories import short_name
+from simfront.core.launches import read_sidecar, window_launches
+from simfront.core.paths import repo_dir
 from simfront.traces.reader import TraceSet
 
 TRACES = repo_dir("traces")

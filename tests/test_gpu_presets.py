@@ -7,10 +7,10 @@ import textwrap
 import pandas as pd
 import pytest
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu import GPU, h100, load_gpu, preset_names, validate
-from simfront.sim.backend import check_gpu
 from simfront.gpu.units import Size
+from simfront.sim.backend import check_gpu
 
 from conftest import NCU_DIR
 
@@ -77,7 +77,7 @@ def test_h200_is_the_h100_silicon_with_its_own_memory_and_front_end():
     driver gave, 62914560 B); its clock limits are the H100's until measured."""
     import pandas as pd
 
-    from simfront.paths import REPO_ROOT
+    from simfront.core.paths import REPO_ROOT
 
     g, base = load_gpu("h200"), h100()
     smi = pd.read_csv(REPO_ROOT / "bench" / "data" / "device" / "gpu_h200.csv",

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu import h100, validate
 from simfront.gpu.trace_pipes import pipes_used
 from simfront.gpu.units import Frequency, Size

@@ -2,7 +2,7 @@
 
 import pytest
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu import (VARIANT_PARAMS, config_hash, derived, h100, load_gpu, validate,
                           with_variants)
 from simfront.gpu.sm import VECTOR_PIPES

@@ -13,6 +13,9 @@ implementations finds them without importing them.
 from __future__ import annotations
 
 import ast
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,7 +162,7 @@ def test_the_graph_sees_real_imports():
     assert "simfront.gpu.gpu" in g["simfront.gpu.validate"]
     assert "simfront.sim.accelsim.checks" in g["simfront.sim.accelsim.config"]  # top level
     assert "simfront.sim.accelsim.parse" in g["simfront.stats.cli"]  # inside a function
-    assert "simfront.sweep.registry" in g["simfront.sweep.local"]
+    assert "simfront.sweep.registry" in g["simfront.sweep.runner"]
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -209,3 +212,135 @@ def test_the_accelsim_rule_names_an_offender():
     assert accelsim_offenders(g) == [
         "simfront.gpu.presets imports simfront.sim.accelsim.config (line 12)",
         "simfront.sweep.worker imports simfront.sim.accelsim (line 7)"]
+
+
+# --------------------------------------------------------------------------- the contract
+
+REPO = PKG.parent
+
+#: What an import inside a function may defer: a heavy dependency the importing module does
+#: not load otherwise (docs/architecture.md).
+HEAVY = frozenset({"torch", "numba", "matplotlib", "h5py", "mamba_ssm", "torch_geometric",
+                   "triton"})
+
+
+def test_the_layers_contract_holds():
+    # the contract lives in .importlinter; lint-imports (import-linter, in the test extras)
+    # reads it from the repository root
+    lint = shutil.which("lint-imports")
+    if lint is None:
+        pytest.fail("lint-imports not found: `make install` installs import-linter")
+    run = subprocess.run([lint, "--no-cache"], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "Stages import downward only KEPT" in run.stdout
+
+
+def test_the_contract_names_every_stage():
+    # a new stage must take its place in the order, or nothing checks its imports
+    text = (REPO / ".importlinter").read_text()
+    stages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    layered = set(re.findall(r"^\s+simfront\.(\w+)", text, re.M)) | {
+        m for line in re.findall(r"^\s+simfront\.\w+(?: \| simfront\.\w+)+$", text, re.M)
+        for m in re.findall(r"simfront\.(\w+)", line)}
+    assert stages <= layered, f"not in .importlinter's layers: {sorted(stages - layered)}"
+
+
+def _top_level_imports(tree: ast.AST):
+    """Import statements that run when the module is imported (not in a function)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for ch in ast.iter_child_nodes(node):
+            if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(ch, ast.If) and _is_type_checking(ch.test):
+                continue
+            if isinstance(ch, (ast.Import, ast.ImportFrom)):
+                yield ch
+            stack.append(ch)
+
+
+def _targets(node, name: str, is_pkg: bool, mods) -> tuple[set[str], set[str]]:
+    """(modules of ours, top-level external packages) an import statement names."""
+    ours, ext = set(), set()
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.startswith("simfront"):
+                parts = alias.name.split(".")
+                while parts and ".".join(parts) not in mods:
+                    parts.pop()
+                ours.add(".".join(parts))
+            else:
+                ext.add(alias.name.split(".")[0])
+        return ours, ext
+    base = _resolve_from(node, name, is_pkg)
+    if not base or not base.startswith("simfront"):
+        ext.add((node.module or "").split(".")[0])
+        return ours, ext
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        ours.add(sub if sub in mods else base)
+    return ours, ext
+
+
+def heavy_loads() -> dict[str, frozenset[str]]:
+    """module -> the heavy packages importing it loads (its top-level imports, theirs, and
+    the packages Python initialises on the way)."""
+    mods = _modules()
+    direct: dict[str, tuple[set[str], set[str]]] = {}
+    for name, path in mods.items():
+        ours, ext = set(), set()
+        for node in _top_level_imports(ast.parse(path.read_text())):
+            o, e = _targets(node, name, path.name == "__init__.py", mods)
+            ours |= o
+            ext |= e
+        parts = name.split(".")
+        ours |= {".".join(parts[:i]) for i in range(1, len(parts))} & set(mods)
+        direct[name] = (ours - {name}, ext & HEAVY)
+    out: dict[str, frozenset[str]] = {}
+    for name in mods:
+        seen, stack, heavy = {name}, [name], set()
+        while stack:
+            m = stack.pop()
+            ours, ext = direct.get(m, (set(), set()))
+            heavy |= ext
+            for t in ours:
+                for p in [t] + [".".join(t.split(".")[:i]) for i in range(1, t.count(".") + 1)]:
+                    if p in direct and p not in seen:
+                        seen.add(p)
+                        stack.append(p)
+        out[name] = frozenset(heavy)
+    return out
+
+
+def deferred_import_offenders() -> list[str]:
+    """Imports of simfront modules inside functions that defer nothing heavy."""
+    mods = _modules()
+    heavy = heavy_loads()
+    bad = []
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text())
+        top = set(map(id, _top_level_imports(tree)))
+        for node in _import_nodes(tree):
+            if id(node) in top:
+                continue
+            ours, _ = _targets(node, name, path.name == "__init__.py", mods)
+            for t in ours:
+                if t and not heavy[t] - heavy[name]:
+                    bad.append(f"{name} (line {node.lineno}) imports {t} inside a function")
+    return bad
+
+
+def test_imports_inside_functions_only_defer_heavy_dependencies():
+    bad = deferred_import_offenders()
+    assert not bad, ("move these imports to the top of their module (a function may only "
+                     "defer numba, matplotlib, torch or h5py): " + "; ".join(bad))
+
+
+def test_the_deferred_import_rule_sees_what_is_heavy():
+    heavy = heavy_loads()
+    assert "numba" in heavy["simfront.traces.reader"]       # through traces/__init__
+    assert "matplotlib" in heavy["simfront.analysis.plots"]
+    assert not heavy["simfront.core.ncu"] and not heavy["simfront.sweep.spec"]
+    assert "numba" not in heavy["simfront.sim.backend"]  # backends are imported by name

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 
 DATA = REPO_ROOT / "bench" / "data" / "device" / "launch_cost"
 TRACES = REPO_ROOT / "traces"
@@ -30,7 +30,7 @@ def test_the_descriptions_take_the_measured_empty_kernel():
 def test_the_h200_front_end_is_quicker_whatever_the_kernel_touches():
     """Every case, from the kernel that touches no memory to the add whose read goes to
     DRAM, ends sooner on the H200, in a stream and under ncu: the front end, not memory."""
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     h100, h200 = stream_medians("h100"), stream_medians("h200")
     for case in h100:
@@ -73,7 +73,7 @@ def test_the_h200_timelines_show_the_same_front_end():
     H200 as the empty kernel does, and not at all on 64 SMs of the H100 (a green context
     changes the SMs, not the front end)."""
     def tiny_deltas(set_name: str, label: str) -> pd.Series:
-        from simfront.stats.ncu import read_ncu_csv
+        from simfront.core.ncu import read_ncu_csv
 
         w = TRACES / set_name / "whatif"
         base = read_ncu_csv(w / "h100-all.csv.xz")
@@ -93,7 +93,7 @@ def test_the_h200_timelines_show_the_same_front_end():
 
 
 def test_a_bad_empty_kernel_is_refused_by_name(tmp_path):
-    from simfront.errors import ConfigError
+    from simfront.core.errors import ConfigError
     from simfront.gpu import load_gpu
     from simfront.gpu.variants import with_variants
 

@@ -83,7 +83,7 @@ def test_a_sampled_trace_stands_for_its_whole_grid():
     """simfront's tracer kept 32 of the 528 blocks of this layer-norm launch: the model's
     counts are the whole grid's, and SM 0 is timed on its share (4 blocks), not on 1."""
     from simfront.gpu import load_gpu
-    from simfront.paths import repo_dir
+    from simfront.core.paths import repo_dir
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import KernelTrace
 
@@ -115,7 +115,7 @@ def _header_lines(path):
 
 
 def test_header_census_line_parses_to_its_count():
-    from simfront.paths import repo_dir
+    from simfront.core.paths import repo_dir
     from simfront.traces.header import parse_header
 
     path = repo_dir("traces").joinpath(*PERSISTENT_GEMM)
@@ -150,7 +150,7 @@ def test_a_census_scales_counts_by_work_and_stretches_sm0_time(tmp_path):
     (the traced blocks got fewer tiles), the whole-grid counts double and SM 0's time grows
     with them; a census equal to N/T times the traced work changes nothing."""
     from simfront.gpu import load_gpu
-    from simfront.paths import repo_dir
+    from simfront.core.paths import repo_dir
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import KernelTrace
 
@@ -193,7 +193,7 @@ def test_the_shipped_census_is_what_the_model_counts():
     """The shipped GEMM trace with its own census: the record's instructions are the
     census, and the work scale is the census over N/T times the traced work."""
     from simfront.gpu import load_gpu
-    from simfront.paths import repo_dir
+    from simfront.core.paths import repo_dir
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import KernelTrace
 
@@ -217,7 +217,7 @@ def test_a_persistent_gemm_on_fewer_sms_follows_its_work_not_its_blocks():
     SM 0 would run one after another (3x, the model before)."""
     from simfront.gpu import load_gpu
     from simfront.gpu.variants import with_variants
-    from simfront.paths import repo_dir
+    from simfront.core.paths import repo_dir
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import KernelTrace
 
@@ -249,7 +249,7 @@ def test_triton_ssd_kernels_are_not_persistent():
     census off N/T, as for the GEMMs) though its schedule is fixed."""
     from simfront.gpu import load_gpu
     from simfront.gpu.variants import with_variants
-    from simfront.paths import repo_dir
+    from simfront.core.paths import repo_dir
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import KernelTrace
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.cache import CacheState
 from simfront.sim.model.carry import UNTRACED, L2Carry, add_untraced

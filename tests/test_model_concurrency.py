@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.sim.model.validation import pair_launches, read_ncu

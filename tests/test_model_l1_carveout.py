@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 
 
 @pytest.fixture(scope="module")
 def launches() -> pd.DataFrame:
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     frames = []
     for f in sorted(glob.glob(str(REPO_ROOT / "traces" / "*" / "ncu.csv"))):
@@ -59,7 +59,7 @@ def test_the_transposing_copy_keeps_what_the_h100_keeps_in_its_l1():
     from simfront.gpu import load_gpu
     from simfront.sim.model.api import simulate_kernel
     from simfront.sim.model.params import DEFAULT_PARAMS
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
     from simfront.traces.reader import TraceSet
 
     set_dir = REPO_ROOT / "traces" / "mamba2_lm-paper-box"

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not (SET / "kernelslist.g").is_file(),
 def launches() -> dict[str, tuple[dict, object, float]]:
     """label -> (design row, traced kernel, H100 cycles). The table, the traces and the ncu
     rows are all in launch order (bench/bench_ubench.py checks names and shapes)."""
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     with open(SET / "ubench_launches.csv", newline="") as f:
         table = list(csv.DictReader(f))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 
 from conftest import LM_PARTIAL
 

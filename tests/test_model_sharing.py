@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from simfront.capture.tracers import Sampling, Tracer, Window
-from simfront.errors import InputError
-from simfront.paths import repo_dir
+from simfront.core.errors import InputError
+from simfront.core.paths import repo_dir
 from simfront.sim.model import sharing
 from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.decode import K_LOAD_GLOBAL

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from simfront.core.paths import repo_dir
 from simfront.gpu import load_gpu, with_variants
-from simfront.paths import repo_dir
 from simfront.sim.model import tiles
 from simfront.sim.model.clock import MAX, POWER, TENSOR, kernel_clock, power_share, tensor_share
 
@@ -182,7 +182,7 @@ def test_a_power_capped_gemm_is_timed_at_its_clock(pairs):
 
 
 def test_clock_limits_are_checked_by_field():
-    from simfront.errors import ConfigError
+    from simfront.core.errors import ConfigError
     from simfront.gpu.gpu import ClockLimits, TensorClock
     from simfront.gpu.validate import validate
 

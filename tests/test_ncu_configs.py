@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from simfront.analysis.studies import characterize_ncu
-from simfront.capture.launches import read_sidecar, window_launches
-from simfront.errors import InputError
-from simfront.paths import repo_dir
-from simfront.stats.ncu import read_ncu_csv
+from simfront.core.errors import InputError
+from simfront.core.launches import read_sidecar, window_launches
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import repo_dir
 from simfront.stats.ncu_configs import (MATCH_CONFIG, MATCH_GRID, census_work, config_key,
                                         expand, expand_trace_set, find_config_profile)
 

@@ -8,8 +8,8 @@ import lzma
 import numpy as np
 import pytest
 
-from simfront.errors import InputError
-from simfront.stats.ncu import read_ncu_csv, read_ncu_dir
+from simfront.core.errors import InputError
+from simfront.core.ncu import read_ncu_csv, read_ncu_dir
 
 from conftest import MAMBA1_NCU, MAMBA2_NCU, NCU_DIR
 

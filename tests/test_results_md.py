@@ -8,7 +8,7 @@ import ast
 import re
 import sys
 
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 import results_md  # noqa: E402  (bench/results_md.py)

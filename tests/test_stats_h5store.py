@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from simfront.cli import cli
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 from simfront.sim.accelsim import parse as acs
 from simfront.stats import h5store, schema
 

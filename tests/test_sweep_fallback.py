@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 from simfront.stats.h5store import read_records, read_steps
 from simfront.sweep import fallback
 from simfront.sweep.plan import plan_sweep

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from simfront.errors import SweepError
-from simfront.paths import REPO_ROOT
+from simfront.core.errors import SweepError
+from simfront.core.paths import REPO_ROOT
 from simfront.stats.h5store import read_jobs, read_records
 from simfront.sweep.runner import Sweep
 from simfront.sweep.testing import kernel_workloads, write_sweep

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 from simfront.sim.backend import backend_names
 from simfront.stats.h5store import read_jobs, read_records
 from simfront.sweep.runner import Sweep

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from simfront.cli import main
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 from simfront.sweep.plan import plan_sweep, variant_points
 from simfront.sweep.spec import load_sweep
 
@@ -185,3 +186,66 @@ def test_example_sweep_files_plan(repo_root):
         plan = plan_sweep(load_sweep(f))
         assert plan.jobs, f
         assert all(j.trace_bytes > 0 for j in plan.jobs)
+
+
+def test_executor_names_are_one_list(tmp_path):
+    # the sweep file reader and make_executor take their names from the registry's one list,
+    # and each built-in name loads its class only when asked
+    from simfront.sweep.registry import BUILTIN_EXECUTORS, _factory, executor_names
+
+    assert set(executor_names()) >= {"local", "slurm"} == set(BUILTIN_EXECUTORS)
+    for name, target in BUILTIN_EXECUTORS.items():
+        assert _factory(name).__name__ == target.split(":")[1]
+    with pytest.raises(SweepError) as info:
+        load_sweep(_write(tmp_path, GOOD.replace("  kind: local", "  kind: pbs")))
+    assert "choose one of: " + ", ".join(executor_names()) in str(info.value)
+
+
+def test_jobs_carry_the_gpu_built_at_plan_time(tmp_path):
+    # one typed description per variant point, from the plan through the job store's JSON
+    # to the worker, hashed as the job id was
+    from simfront.gpu import GPU, config_hash, load_gpu, with_variants
+    from simfront.sweep.plan import JobSpec
+
+    plan = plan_sweep(load_sweep(_write(tmp_path, GOOD)))
+    for job in plan.jobs:
+        assert isinstance(job.gpu, GPU)
+        assert config_hash(job.gpu) == job.config_hash
+        assert job.gpu == with_variants(load_gpu("h100"), **job.params)
+        back = JobSpec.from_dict(json.loads(json.dumps(job.to_dict())))
+        assert back == job and config_hash(back.gpu) == job.config_hash
+    # every point of the sweep its own description, every job of one point the same one
+    assert len({j.config_hash for j in plan.jobs}) == 6
+    assert len({id(j.gpu) for j in plan.jobs}) == 6
+
+
+def test_a_job_whose_gpu_does_not_match_its_hash_fails_saying_so(tmp_path):
+    from simfront.sweep.plan import JobSpec
+    from simfront.sweep.worker import run_job
+
+    job = plan_sweep(load_sweep(_write(tmp_path, GOOD))).jobs[0]
+    edited = job.to_dict()
+    edited["gpu"]["l2"]["size"] = "60 MiB"
+    out = run_job(tmp_path / "run", job.job_id, 1, JobSpec.from_dict(edited))
+    assert not out["ok"]
+    assert f"not to the config hash {job.config_hash}" in out["reason"]
+    ok = run_job(tmp_path / "run2", job.job_id, 1, job)
+    assert ok["ok"], ok["reason"]
+
+
+def test_a_job_spec_without_a_gpu_names_the_job(tmp_path):
+    from simfront.sweep.plan import JobSpec
+
+    d = plan_sweep(load_sweep(_write(tmp_path, GOOD))).jobs[0].to_dict()
+    del d["gpu"]
+    with pytest.raises(SweepError, match=f"job {d['job_id']} carries no GPU description"):
+        JobSpec.from_dict(d)
+
+
+def test_a_simjob_takes_only_a_gpu_description(tmp_path):
+    from simfront.gpu import load_gpu
+    from simfront.sim.backend import SimJob
+
+    assert SimJob("j", tmp_path, load_gpu("h100"), tmp_path).gpu.name == "h100"
+    with pytest.raises(TypeError, match="SimJob.gpu must be a simfront.gpu.GPU"):
+        SimJob("j", tmp_path, "h100", tmp_path)

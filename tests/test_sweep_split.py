@@ -10,8 +10,8 @@ import json
 import pytest
 import yaml
 
-from simfront.errors import SweepError
-from simfront.paths import REPO_ROOT
+from simfront.core.errors import SweepError
+from simfront.core.paths import REPO_ROOT
 from simfront.stats.h5store import read_records, read_steps
 from simfront.sweep.plan import plan_sweep
 from simfront.sweep.runner import Sweep

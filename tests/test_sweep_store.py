@@ -7,14 +7,18 @@ import sqlite3
 
 import pytest
 
+from simfront.gpu import load_gpu
 from simfront.sweep.plan import JobSpec
 from simfront.sweep.store import JobStore, Outcome
+
+
+H100 = load_gpu("h100")
 
 
 def _spec(i: int, backend: str = "sweep-noop") -> JobSpec:
     return JobSpec(job_id=f"job{i:04d}", workload="w", trace_dir="/t", trace_hash="th",
                    trace_bytes=1000, kernels=None, base_gpu="h100", params={"sm_count": i},
-                   config=f"h100[sm_count={i}]", config_hash=f"c{i}", backend=backend,
+                   config=f"h100[sm_count={i}]", config_hash=f"c{i}", gpu=H100, backend=backend,
                    backend_version="1")
 
 

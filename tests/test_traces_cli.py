@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from simfront.cli import cli, main
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 
 SIDECAR = repo_dir("traces") / "provenance" / "mamba1_scan_step.launches.jsonl"
 KERNEL = "kernel-35621.traceg.xz"  # 123 lines, one block of 4 warps

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from simfront.paths import repo_dir
+from simfront.core.paths import repo_dir
 from simfront.traces.cubin import read_kernels
 from simfront.traces.reader import TraceSet
 from simfront.traces.repair import (

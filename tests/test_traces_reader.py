@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 from simfront.traces import KernelTrace, TraceSet, parse_line
 from simfront.traces.kernelslist import MemcpyEvent, parse_kernelslist
 

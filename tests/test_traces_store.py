@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from simfront.cli import cli
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 from simfront.traces.reader import TraceSet
 from simfront.traces.store import TraceStore, kernel_text_hash, trace_hash
 from simfront.traces.validate import validate_set

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from simfront.errors import InputError
-from simfront.paths import repo_dir
+from simfront.core.errors import InputError
+from simfront.core.paths import repo_dir
 from simfront.traces.reader import TraceSet
 from simfront.traces.repair import (
     load_ncu, load_sidecar, match_record, normalize_name, demangle, repair_set,

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from simfront.paths import REPO_ROOT, shared_dir
+from simfront.core.paths import REPO_ROOT, shared_dir
 from simfront.workloads.ablation import (ABLATION_JSON, ALL_KERNELS, VARIANTS, AblationError,
                                          TritonConfig, ablation_report, apply_variant,
                                          find_calls, kernel_span, make_variant,
@@ -410,7 +410,7 @@ def test_report_pairs_each_kernel_with_base_on_shipped_timelines(tmp_path):
     """The shipped H100 timelines of ho-m2-d1024 stand in for two variants (the whole GPU as
     base, 64 SMs as 'exp2'): the report's sums and ratios against read_ncu_csv's reading of
     the same files."""
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
 
     if not (SHIPPED_WHATIF / "h100-all.csv.xz").is_file():
         pytest.skip(f"{SHIPPED_WHATIF} not in this checkout")

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is needed for the workloads stage")
 
-from simfront.errors import ConfigError  # noqa: E402
+from simfront.core.errors import ConfigError  # noqa: E402
 from simfront.workloads import WORKLOADS, build, counts, get_spec  # noqa: E402
 from simfront.workloads.runner import run_workload  # noqa: E402
 

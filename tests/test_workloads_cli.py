@@ -42,7 +42,7 @@ def test_run_module_prints_a_json_summary_line(tmp_path):
     assert len(summary["step_ms"]) == 2 and all(t > 0 for t in summary["step_ms"])
     assert summary["config"]["seqlen"] == 32
     assert summary["window_sms"] is None      # --sms all: the whole GPU, as by default
-    from simfront.provenance import sha256_json
+    from simfront.core.provenance import sha256_json
     assert summary["config_hash"] == sha256_json({k: summary[k] for k in
                                                   ("workload", "impl", "amp", "config")})
     cfg = get_spec("mamba2_lm").config("tiny")
@@ -71,7 +71,7 @@ def test_run_module_takes_one_sm_count_for_the_window():
 
 def test_a_window_on_fewer_sms_needs_a_window():
     pytest.importorskip("torch", reason="torch is needed to run a workload")
-    from simfront.errors import ConfigError
+    from simfront.core.errors import ConfigError
     from simfront.workloads.runner import run
 
     with pytest.raises(ConfigError, match="needs a window"):

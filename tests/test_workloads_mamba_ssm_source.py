@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from simfront.paths import REPO_ROOT, shared_dir
+from simfront.core.paths import REPO_ROOT, shared_dir
 
 WHEEL_GLOB = "mamba_ssm-2.3.2*.whl"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from simfront.paths import REPO_ROOT
+from simfront.core.paths import REPO_ROOT
 
 ENV = "SIMFRONT_MAMBAVISION_WHEEL"
 

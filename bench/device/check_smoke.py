@@ -33,7 +33,7 @@ for case in sorted(S.glob("app_*")):
         print("  READ ERROR", exc)
 ncu = S / "app_ncu_full.csv"
 if ncu.exists():
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.ncu import read_ncu_csv
     try:
         df = read_ncu_csv(ncu)
         cols = [c for c in df.columns if "pipe_fp16" in c or "pipe_cbu" in c or "pipe_uniform" in c

@@ -3,7 +3,7 @@
 The H200 timelines of the paper steps show every kernel under 2 us about 0.22 us shorter
 than on the H100 (bench/RESULTS.md, *What-ifs against hardware*), whatever the kernel
 reads. This times kernels that do almost nothing, in a stream as a step runs them, with
-CUPTI through ``torch.profiler`` (simfront.capture.timeline.KernelTimer, as the what-if
+CUPTI through ``torch.profiler`` (simfront.core.timeline.KernelTimer, as the what-if
 timelines are timed), so the two GPUs' fixed cost per kernel can be told apart from what
 their memory does:
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from simfront.capture.timeline import KernelTimer
+from simfront.core.timeline import KernelTimer
 
 
 def cases(dev: torch.device) -> dict[str, tuple]:

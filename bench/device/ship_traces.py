@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from simfront.capture.driver import RunRecord, Step, match_profile, register  # noqa: E402
-from simfront.capture.launches import read_sidecar, traced_launches  # noqa: E402
 from simfront.capture.tracers import Sampling, Tracer, Window  # noqa: E402
 from simfront.capture.validate import validate_trace_set  # noqa: E402
+from simfront.core.launches import read_sidecar, traced_launches  # noqa: E402
 
 # capture label (bench/device/capture_suite.py), workload, preset, the CTA sampling it ran
 # with, workload overrides, and the trace set's name in the store

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from simfront.analysis.whatif import condition, model_records
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 from simfront.workloads.ablation import ALL_KERNELS, ablation_report
 
 ABLATION_DIR = "ablation"

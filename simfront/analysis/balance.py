@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.core.categories import kernel_category
+from simfront.core.errors import InputError
 from simfront.stats.launches import launch_weights
 
 #: Pipe (or limiter) names that count as tensor or vector; anything else is memory/latency.
@@ -245,7 +246,6 @@ def balance_study(records: pd.DataFrame, ratio_col: str = "ratio",
     meta_cols = [c for c in ("kernel_name", "category", "workload", "kernel_uid") if c in rec]
     meta = rec.drop_duplicates("_key").set_index("_key").reindex(time.index)[meta_cols]
     if "category" not in meta and "kernel_name" in meta:
-        from simfront.analysis.categories import kernel_category
         meta["category"] = meta["kernel_name"].map(kernel_category)
     # a record of a deduplicated set stands for several launches: the step counts each
     w = (rec.assign(_w=launch_weights(rec)).groupby("_key")["_w"].first()

@@ -13,7 +13,7 @@ The bound ignores latency, issue limits and overlap, so real kernels are slower 
 less: it says how much a ratio *could* pay, the simulated sweep what it does.
 
 Mixes come from ncu records (``tensor_flops``/``vector_flops``/``dram_bytes`` of
-:func:`simfront.stats.ncu.read_ncu_csv`) or from the traces' instruction mixes
+:func:`simfront.core.ncu.read_ncu_csv`) or from the traces' instruction mixes
 (:func:`mix_from_traces`, through ``simfront.traces.stats``).
 """
 
@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from simfront.analysis.balance import H100_RATIO, crossing_ratio
-from simfront.errors import InputError
+from simfront.core.categories import kernel_category
+from simfront.core.errors import InputError
 from simfront.stats.launches import LAUNCHES, launch_weights
 
 
@@ -134,6 +135,5 @@ def mix_from_traces(trace_dir, footprint: bool = True) -> pd.DataFrame:
 
     ts = TraceSet(trace_dir)
     out[LAUNCHES] = [ts.count(f) for f in df["file"]]
-    from simfront.analysis.categories import kernel_category
     out["category"] = out["kernel_name"].map(kernel_category)
     return out

@@ -1,6 +1,6 @@
 """Hardware characterization of a training step from ncu records (the seed study's views).
 
-Input: the per-launch frame of :func:`simfront.stats.ncu.read_ncu_csv`. Output: a
+Input: the per-launch frame of :func:`simfront.core.ncu.read_ncu_csv`. Output: a
 :class:`Characterization` of plain DataFrames and numbers that plots and reports render:
 
 - operator breakdown by category (share of step time, launches, DRAM bytes);
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simfront.analysis.categories import CATEGORIES
-from simfront.errors import InputError
+from simfront.core.categories import CATEGORIES
+from simfront.core.errors import InputError
 
 #: A pipe counts as used by a kernel when it is busy at least this share of active cycles.
 #: GEMMs run their ALU pipe 2-4.4% for addressing and epilogues and are tensor-only; the
@@ -94,7 +94,7 @@ def _check(df: pd.DataFrame) -> None:
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise InputError(f"ncu records lack column(s) {', '.join(missing)}; load them with "
-                         f"simfront.stats.ncu.read_ncu_csv", df.attrs.get("source"))
+                         f"simfront.core.ncu.read_ncu_csv", df.attrs.get("source"))
 
 
 def measure_ceilings(df: pd.DataFrame, sm_count: int | None = None) -> Ceilings:

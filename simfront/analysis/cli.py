@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import click
+import pandas as pd
 
 
 def _json_out(obj) -> str:
@@ -46,7 +47,6 @@ def characterize_cmd(inputs: tuple[Path, ...], as_json: bool) -> None:
             "pipe_classes": ch.pipe_classes[["launches", "share"]].to_dict("index"),
         } for ch in chars}))
         return
-    import pandas as pd
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
         for ch in chars:
@@ -99,9 +99,7 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
             for n in r.notes:
                 click.echo(f"note: {n}")
     if out is not None:
-        from simfront.analysis.report import Report
         from simfront.analysis.studies import add_balance
-        from simfront.analysis.wallclock import sweep_step_shares
         rep = Report("Tensor:vector balance study", Path(out),
                      provenance={"sweep": str(sweep)})
         add_balance(rep, results, shares=sweep_step_shares(sweep))
@@ -121,11 +119,7 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
 def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | None,
                   out: Path | None) -> None:
     """Simulated cycles of SWEEP.h5 against hardware cycles of an ncu CSV, per kernel."""
-    from simfront.analysis.correlate import correlate
     from simfront.stats.h5store import read_records
-    from simfront.stats.ncu import read_ncu_csv
-
-    from simfront.analysis.correlate import base_config_records
 
     corr = correlate(base_config_records(read_records(sweep), config), read_ncu_csv(ncu),
                      workload=workload)
@@ -133,7 +127,6 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
                f"{corr.pearson:.3f} (log {corr.pearson_log:.3f}); unmatched: "
                f"{corr.unmatched_sim} simulated, {corr.unmatched_hw} measured")
     if out is not None:
-        from simfront.analysis.report import Report
         from simfront.analysis.studies import add_correlation
         rep = Report("Correlation against hardware", Path(out),
                      provenance={"sweep": str(sweep), "ncu": str(ncu)})
@@ -168,7 +161,6 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
     """Model what-if ratios against hardware what-if ratios of TRACE_SET(s), per launch and
     for the step (the timelines in each set's whatif/ folder, over the whole GPU the step
     was captured on)."""
-    from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
 
     labels = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     results = []
@@ -176,9 +168,6 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
         results += compare(d, labels, cache_dir, progress=lambda m: click.echo(m, err=True),
                            l2=l2 or DEFAULT_L2, base=base)
     if csv_out is not None:
-        import pandas as pd
-
-        from simfront.atomic import write_text
         frames = [r.launches.assign(workload=r.workload, condition=r.condition)
                   for r in results]
         write_text(csv_out, pd.concat(frames).to_csv(index=False))
@@ -201,20 +190,18 @@ def lengths_cmd(inputs: tuple[Path, ...], condition: str, out: Path | None,
 
     INPUTS: trace sets (their base GPU's whatif/ timeline), `simfront timeline` output
     folders or timeline JSON files, one per sequence length."""
-    from simfront.analysis.lengths import plot, read_points, render_markdown, table, to_json
 
-    points = read_points(list(inputs), condition)
-    md = render_markdown(points)
+    points = length_study.read_points(list(inputs), condition)
+    md = length_study.render_markdown(points)
     if out is not None:
         from simfront.analysis.plots import save
-        from simfront.atomic import write_text
 
         out.mkdir(parents=True, exist_ok=True)
         write_text(out / "lengths.md", md + "\n")
-        write_text(out / "lengths.csv", table(points).to_csv(index=False))
-        save(plot(points), out / "lengths.png")
+        write_text(out / "lengths.csv", length_study.table(points).to_csv(index=False))
+        save(length_study.plot(points), out / "lengths.png")
         click.echo(f"wrote {out}/lengths.md, lengths.csv, lengths.png", err=True)
-    click.echo(_json_out(to_json(points)) if as_json else md)
+    click.echo(_json_out(length_study.to_json(points)) if as_json else md)
 
 
 @click.command("report")
@@ -230,7 +217,6 @@ def lengths_cmd(inputs: tuple[Path, ...], condition: str, out: Path | None,
 @click.option("--title", default="simfront report", show_default=True)
 def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> None:
     """Write a self-contained HTML page and Markdown with PNG figures."""
-    from simfront.analysis.report import Report
     from simfront.analysis.studies import (add_balance, add_balance_summary,
                                            add_characterization, add_correlation,
                                            balance_per_workload, characterize_ncu,
@@ -249,8 +235,6 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
     for rec, results in studied:
         add_balance(rep, results, summary=False)
         if corr_ncu is not None:
-            from simfront.analysis.correlate import base_config_records, correlate
-            from simfront.stats.ncu import read_ncu_csv
             add_correlation(rep, correlate(base_config_records(rec), read_ncu_csv(corr_ncu)))
     h, m = rep.write()
     click.echo(f"wrote {h}\nwrote {m}")
@@ -265,14 +249,20 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
 def demo_cmd(out: Path, traces: Path | None, ratios: str) -> None:
     """Shipped sample traces -> a tensor:vector sweep on the built-in model -> the balance
     report. Needs no GPU and no simulator."""
-    from simfront.analysis.demo import run_demo
-
     rs = [float(x) for x in ratios.split(",") if x.strip()]
     html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs)
     click.echo(f"wrote {html_path}\nwrote {md_path}")
 
 
+from simfront.analysis.correlate import base_config_records, correlate
+from simfront.analysis.demo import run_demo
+from simfront.analysis.report import Report
 from simfront.analysis.threeway_cli import threeway_cmd  # noqa: E402
+from simfront.analysis.wallclock import sweep_step_shares
+from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
+from simfront.core.atomic import write_text
+from simfront.core.ncu import read_ncu_csv
+from simfront.analysis import lengths as length_study
 
 analyze.add_command(threeway_cmd)
 

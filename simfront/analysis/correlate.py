@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simfront.analysis.categories import kernel_category, short_name
-from simfront.errors import InputError
+from simfront.core.categories import kernel_category, short_name
+from simfront.core.errors import InputError
+from simfront.gpu import config_hash, load_gpu
 from simfront.stats.matching import align, launch_key, mape, pearson
 
 
@@ -43,8 +44,6 @@ def base_config_records(sim: pd.DataFrame, config: str | None = None,
     if "config" not in sim or sim["config"].nunique() <= 1:
         return sim
     if config is None and "config_hash" in sim:
-        from simfront.gpu import config_hash, load_gpu
-
         base = sim[sim["config_hash"] == config_hash(load_gpu(base_gpu))]
         if len(base):
             return base

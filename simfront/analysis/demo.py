@@ -5,14 +5,28 @@ file, the balance study and the report writer)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
-from simfront.errors import BackendError, InputError
-from simfront.paths import repo_dir
+from simfront.analysis.bound import analytic_bound, mix_from_traces
+from simfront.analysis.correlate import base_config_records, correlate
+from simfront.analysis.report import Report
+from simfront.analysis.wallclock import step_share
+from simfront.analysis.whatif import (BASE, WHATIF_DIR, available_conditions, compare,
+                                      panel_section, summary as whatif_summary, warm_cache)
+from simfront.core.errors import BackendError, InputError
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import repo_dir
+from simfront.gpu import derived, load_gpu
+from simfront.sim.backend import get_backend
+from simfront.sweep.inputs import import_plugins
+from simfront.workloads.registry import WORKLOADS
+from simfront.analysis.whatif import available_conditions, compare, has_base, warm_cache
 
 DEFAULT_RATIOS = (32.0, 16.0, 8.0, 4.0, 2.0)
 
@@ -26,8 +40,6 @@ def _is_trace_set(p: Path) -> bool:
 
 
 def _workload_name(p: Path) -> str | None:
-    import json
-
     try:
         workload = json.loads((p / "manifest.json").read_text()).get("workload") or {}
     except (OSError, ValueError):
@@ -39,10 +51,6 @@ def _whole_step(p: Path) -> bool:
     """A capture of a whole training step of a registered workload at its `tiny` preset (not
     a slice of one, not a test program): what a balance study is about, at a size the demo
     simulates in a minute or two (the paper-size captures are experiments/paper_balance.yaml's)."""
-    import json
-
-    from simfront.workloads.registry import WORKLOADS
-
     try:
         manifest = json.loads((p / "manifest.json").read_text())
     except (OSError, ValueError):
@@ -109,17 +117,14 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
     trying the pipeline with another backend. ``whatif``: rows of how far the model's
     what-ifs held on hardware (:data:`simfront.analysis.studies.WHATIF_KEYS`), shown in the
     summary when given."""
-    from simfront.analysis.report import Report
     from simfront.analysis.studies import (add_balance, add_balance_summary,
                                            balance_per_workload, load_sweep_records)
-    from simfront.sim.backend import get_backend
 
     t0 = time.time()
     out = Path(out)
     sets = sample_trace_sets(traces)
     _say(f"1/4 traces: {', '.join(p.name for p in sets)}")
     if imports:
-        from simfront.sweep.inputs import import_plugins
         import_plugins(tuple(str(i) for i in imports))
     try:
         get_backend(backend).check_available()
@@ -147,9 +152,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
                              "ratios": list(ratios)})
     hw = _whatif_results(sets)
     if whatif is None and hw:
-        from simfront.analysis.whatif import summary as whatif_summary
         whatif = whatif_summary(hw)
-    from simfront.analysis.wallclock import step_share
     shares = {k: v for k, v in ((p.name, step_share(p)) for p in sets) if v is not None}
     add_balance_summary(rep, studies, whatif, shares)  # the answer first
     intro = rep.section("What this is")
@@ -173,9 +176,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
 def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
     """Modelled H100 cycles against the H100's own, for sets captured with their ncu
     profile beside them (``ncu.csv``, as `simfront profile` stores it)."""
-    from simfront.analysis.correlate import base_config_records, correlate
     from simfront.analysis.studies import add_correlation
-    from simfront.stats.ncu import read_ncu_csv
 
     base = base_config_records(rec)
     for p in sets:
@@ -191,7 +192,6 @@ def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
 def _whatif_results(sets: list[Path]) -> list:
     """The model's what-ifs against hardware, for the sets that ship timelines of the same
     step under changed hardware (``whatif/``; simfront.analysis.whatif)."""
-    from simfront.analysis.whatif import available_conditions, compare, has_base, warm_cache
 
     sets = [d for d in sets if set(DEMO_WHATIF) & set(available_conditions(d))
             and has_base(d)]
@@ -207,8 +207,6 @@ def _whatif_results(sets: list[Path]) -> list:
 
 def _add_whatif(rep, results: list) -> None:
     """The what-if panel in full (the summary holds its step ratios)."""
-    from simfront.analysis.whatif import panel_section
-
     sec = panel_section([], results=results) if results else None
     if sec is not None:
         rep.sections.append(sec)
@@ -217,9 +215,6 @@ def _add_whatif(rep, results: list) -> None:
 def _bounds(sets: list[Path], studies: dict, base_gpu: str = "h100") -> dict:
     """Analytic bounds from the traces' instruction mixes at the base GPU's peak rates,
     where the trace stage offers the mixes; the report works without."""
-    from simfront.analysis.bound import analytic_bound, mix_from_traces
-    from simfront.gpu import derived, load_gpu
-
     d = derived(load_gpu(base_gpu))
     tensor_rate = d.tensor_tflops["bf16"] * 1e12
     dram_bw = float(d.dram_bandwidth.bytes_per_s)
@@ -230,7 +225,6 @@ def _bounds(sets: list[Path], studies: dict, base_gpu: str = "h100") -> dict:
         except InputError as exc:
             _say(f"   no analytic bound for {p.name}: {exc}")
             return {}
-    import pandas as pd
     mix = pd.concat(mixes, ignore_index=True)
     return {name: analytic_bound(mix, res.ratios, tensor_flops_per_s=tensor_rate,
                                  dram_bw=dram_bw, baseline_ratio=res.baseline_ratio,

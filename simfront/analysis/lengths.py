@@ -7,7 +7,7 @@ low-activity SSM states for a 1.14x speedup and 11.50% less memory. Here each po
 timeline of a workload's training step (``simfront timeline``, docs/capture.md) at one
 sequence length with ``batch x seqlen`` held fixed: its summed kernel time, the wall step
 (the untimed iteration where it was measured), the GPU-busy share of the wall step, the SSM
-kernels' share (:mod:`simfront.analysis.categories`, category ``ssm``) of the kernel time
+kernels' share (:mod:`simfront.core.categories`, category ``ssm``) of the kernel time
 and of the wall step, and the peak GPU memory of the timed iteration (timelines of format 2;
 older ones have none).
 
@@ -32,7 +32,10 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
+from simfront.core.timeline import gpu_prefix, read_timeline_json
+from simfront.core.ncu import read_ncu_csv
+from simfront.analysis.whatif import base_label
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,6 @@ def _timeline_files(path: Path, condition: str) -> list[Path]:
     if direct.is_file():
         return [direct]
     if (path / "whatif").is_dir():
-        from simfront.analysis.whatif import base_label
 
         gpu = base_label(path)[:-4]
         js = path / "whatif" / f"{gpu}-{condition}.json"
@@ -149,8 +151,6 @@ def _config(js: Path, summary) -> dict[str, Any]:
 
 def read_point(js: str | Path) -> LengthPoint:
     """The length point of one timeline summary and the kernel timeline beside it."""
-    from simfront.capture.timeline import gpu_prefix, read_timeline_json
-    from simfront.stats.ncu import read_ncu_csv
 
     js = Path(js)
     s = read_timeline_json(js)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from simfront.analysis.categories import CATEGORIES  # noqa: E402
+from simfront.core.categories import CATEGORIES  # noqa: E402
 
 CAT_COLORS = dict(zip(CATEGORIES, plt.get_cmap("tab10").colors))
 LIMIT_COLORS = {"tensor": "#d62728", "vector": "#1f77b4", "other": "#7f7f7f"}

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from simfront import __version__
-from simfront.atomic import write_text
+from simfront.core.atomic import write_text
 
 
 @dataclass

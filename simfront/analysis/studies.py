@@ -4,6 +4,7 @@ lay their results out as report sections. The CLI and the demo call these."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,12 +13,16 @@ import pandas as pd
 
 from simfront.analysis import plots
 from simfront.analysis.balance import BalanceResult, H100_RATIO, balance_study
-from simfront.analysis.bound import AnalyticBound
-from simfront.analysis.categories import CATEGORY_DOC, kernel_category, short_name
+from simfront.analysis.bound import AnalyticBound, analytic_bound, pipe_time_envelope
 from simfront.analysis.characterize import Characterization, characterize
 from simfront.analysis.correlate import Correlation
 from simfront.analysis.report import Report
-from simfront.errors import InputError
+from simfront.core.categories import CATEGORY_DOC, kernel_category, short_name
+from simfront.core.errors import ConfigError, InputError
+from simfront.core.ncu import ncu_files, read_ncu_csv, workload_name
+from simfront.gpu.derived import tensor_vector_ratio
+from simfront.stats.ncu_configs import expand_trace_set, find_config_profile
+from simfront.sweep.inputs import build_gpu
 
 if TYPE_CHECKING:
     from simfront.analysis.wallclock import StepShare
@@ -32,10 +37,6 @@ def characterize_ncu(paths: list[Path]) -> list[Characterization]:
     """One characterization per ncu CSV (a directory means all its ``*.ncu.csv``, compressed
     ones too; a trace set with a per-configuration profile, ``ncu-configs.csv``, means
     that profile laid over every launch of its window)."""
-    from simfront.stats.ncu import ncu_files, read_ncu_csv, workload_name
-
-    from simfront.stats.ncu_configs import expand_trace_set, find_config_profile
-
     files: list[Path] = []
     sets: list[Path] = []
     for p in paths:
@@ -60,8 +61,6 @@ def characterize_ncu(paths: list[Path]) -> list[Characterization]:
 def _manifest_workload(ncu_file: Path) -> tuple[str | None, dict | None]:
     """The trace set's name and workload config from the ``manifest.json`` beside an ncu
     file (a capture's ``ncu.csv``), else (None, None)."""
-    import json
-
     manifest = Path(ncu_file).parent / "manifest.json"
     if not manifest.is_file():
         return None, None
@@ -75,14 +74,12 @@ def _manifest_workload(ncu_file: Path) -> tuple[str | None, dict | None]:
 
 def ratio_of_params(params: dict[str, Any], base: str = "h100") -> float | None:
     """The tensor:vector ratio of the GPU a job ran on, from its variant parameters: built
-    with the GPU stage where it can, else read from a parameter that names it."""
+    with the GPU stage where the parameters are variants of ``base`` that it accepts, else
+    read from a parameter that names it (a sweep over a user backend's own parameters)."""
     try:
-        from simfront.gpu.derived import tensor_vector_ratio
-        from simfront.sweep.inputs import build_gpu
         return float(tensor_vector_ratio(build_gpu(base, params)))
-    except Exception:  # GPU stage absent or a param it does not know: fall back below
+    except ConfigError:  # not variants of this GPU, or refused by its rules: fall back below
         pass
-    from fractions import Fraction
     for k, v in params.items():
         if "ratio" in k and k != "ratio_mode":
             try:
@@ -218,8 +215,6 @@ NCU_BOUND_RATIOS = (64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0)
 def ncu_bounds(chars: list[Characterization]) -> dict[str, AnalyticBound]:
     """The analytic tensor:vector bound of each measured step: its launches' measured tensor
     and vector FLOPs and DRAM bytes at the step's measured ceilings."""
-    from simfront.analysis.bound import analytic_bound
-
     out = {}
     for ch in chars:
         mix = ch.kernels[["kernel_name", "category", "tensor_flops", "vector_flops",
@@ -249,7 +244,6 @@ def add_ncu_bounds(report: Report, chars: list[Characterization]) -> None:
         row["vector-bound time @64"] = float(vb.loc[64.0])
         rows.append(row)
     s.table(pd.DataFrame(rows), "FLOP bound: speedup over the H100 (ratio 16)")
-    from simfront.analysis.bound import pipe_time_envelope
     env = {ch.workload: pipe_time_envelope(ch.kernels["duration_s"], ch.kernels["vector_util"],
                                            NCU_BOUND_RATIOS) for ch in chars}
     s.text("Pipe-time envelope: with each launch's busiest vector pipe (ncu's FMA or ALU "

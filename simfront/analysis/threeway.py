@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from simfront.analysis.categories import short_name
-from simfront.errors import InputError
+from simfront.core.categories import short_name
+from simfront.core.errors import InputError
+from simfront.gpu import config_hash, load_gpu
 from simfront.stats.matching import align, launch_key, mape, pearson
 
 if TYPE_CHECKING:
@@ -124,8 +125,6 @@ def three_way(records: pd.DataFrame, hw: dict[str, pd.DataFrame] | None = None,
     records hold it, else the configuration with the most launches)."""
     k = kernel_table(records)
     if base_config_hash is None:
-        from simfront.gpu import config_hash, load_gpu
-
         h100 = config_hash(load_gpu("h100"))
         base_config_hash = h100 if (k["config_hash"] == h100).any() else str(
             k["config_hash"].value_counts().index[0])

@@ -5,6 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import pandas as pd
+
+from simfront.analysis.report import Report
+
+from simfront.analysis.threeway import add_threeway, three_way
+
+from simfront.core.errors import InputError
+
+from simfront.core.ncu import read_ncu_csv
+
+from simfront.gpu import config_hash, load_gpu
 
 
 @click.command("threeway")
@@ -26,13 +37,7 @@ def threeway_cmd(results: tuple[Path, ...], ncu: tuple[str, ...], base: str, tol
     """Model vs Accel-Sim vs H100, per kernel and per step, at the baseline and under each
     what-if in RESULTS (sweep HDF5 files holding both backends); says where the two
     simulators disagree on a what-if."""
-    import pandas as pd
-
-    from simfront.analysis.threeway import add_threeway, three_way
-    from simfront.errors import InputError
-    from simfront.gpu import config_hash, load_gpu
     from simfront.stats.h5store import read_records
-    from simfront.stats.ncu import read_ncu_csv
 
     records = pd.concat([read_records(p) for p in results], ignore_index=True)
     hw = {}
@@ -67,8 +72,6 @@ def threeway_cmd(results: tuple[Path, ...], ncu: tuple[str, ...], base: str, tol
     if not t.disagreements and len(t.whatifs):
         click.echo("Accel-Sim and the model agree on every what-if here.")
     if out is not None:
-        from simfront.analysis.report import Report
-
         out.mkdir(parents=True, exist_ok=True)
         for name, df in (("kernels", t.kernels), ("steps", t.steps), ("whatifs", t.whatifs),
                          ("errors", t.errors)):

@@ -18,7 +18,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from simfront.capture.timeline import TimelineSummary, read_timeline_json
+from simfront.core.timeline import TimelineSummary, read_timeline_json
+from simfront.sweep.inputs import resolve_traces
+from simfront.sweep.spec import load_sweep
+from simfront.analysis.whatif import WHATIF_DIR, base_label, has_base
 
 @dataclass(frozen=True)
 class StepShare:
@@ -67,7 +70,6 @@ def step_share(trace_dir: str | Path) -> StepShare | None:
     """The measured step share of a trace set, if a base timeline (the whole GPU it was
     captured on, ``whatif/<gpu>-all.json``: simfront.analysis.whatif.base_label) ships
     beside it."""
-    from simfront.analysis.whatif import WHATIF_DIR, base_label, has_base
 
     if not has_base(trace_dir):
         return None
@@ -80,9 +82,6 @@ def sweep_step_shares(results_h5: str | Path) -> dict[str, StepShare]:
     ship a baseline timeline. The sweep's folder (``.sweeps/NAME/``, beside its
     ``results.h5``) keeps the sweep file it ran; trace sets resolve as the sweep resolved
     them. Workloads without a timeline are left out."""
-    from simfront.sweep.inputs import resolve_traces
-    from simfront.sweep.spec import load_sweep
-
     folder = Path(results_h5).parent
     spec_file = folder / "sweep.yaml"
     if not spec_file.exists():

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.analysis.report import Section
+from simfront.core.categories import kernel_category, short_name
+from simfront.core.errors import InputError
+from simfront.core.ncu import read_ncu_csv
+from simfront.gpu import GPU, config_hash, load_gpu, with_variants
+from simfront.sim.backend import SimJob
+from simfront.stats.matching import align, launch_key
+from simfront.core.errors import ConfigError
+from simfront.gpu import load_gpu
+from simfront.core.timeline import gpu_prefix
 
 #: The baseline of the shipped H100 sets (each set's own is :func:`base_label`'s).
 BASE = "h100-all"
@@ -70,8 +81,6 @@ class Condition:
     variants: tuple[tuple[str, Any], ...] = ()
 
     def model_gpu(self):
-        from simfront.gpu import load_gpu, with_variants
-
         g = load_gpu(self.gpu)
         return with_variants(g, **dict(self.variants)) if self.variants else g
 
@@ -105,8 +114,6 @@ def condition(label: str, base: str = "h100") -> Condition:
     (a GPU preset name, the prefix of the base's ``<gpu>-all``). The model's GPU is the
     preset of the label's GPU (:data:`CROSS_GPU` where it is another's variant) with the
     label's change; unknown names, and GPUs without a preset, are an error."""
-    from simfront.errors import ConfigError
-    from simfront.gpu import load_gpu
 
     gpu = label_gpu(label)
     m = _LABEL.fullmatch(label)
@@ -139,7 +146,6 @@ def condition(label: str, base: str = "h100") -> Condition:
 
 
 def _manifest_gpu(trace_dir: Path) -> str | None:
-    from simfront.capture.timeline import gpu_prefix
 
     man = trace_dir / "manifest.json"
     if not man.is_file():
@@ -221,9 +227,7 @@ def available_conditions(trace_dir: str | Path, base: str | None = None) -> list
 
 
 def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict]:
-    """A condition's timeline (ncu layout, see simfront.capture.timeline) and its summary."""
-    from simfront.stats.ncu import read_ncu_csv
-
+    """A condition's timeline (ncu layout, see simfront.core.timeline) and its summary."""
     trace_dir = Path(trace_dir)
     df = read_ncu_csv(_timeline_path(trace_dir, label))
     if "time_us" not in df.columns:
@@ -233,7 +237,6 @@ def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict
     summary = json.loads(js.read_text()) if js.is_file() else {}
     device = summary.get("device_name")
     if device and _LABEL.fullmatch(label):
-        from simfront.capture.timeline import gpu_prefix
 
         if gpu_prefix(device) != label_gpu(label):
             raise InputError(f"the timeline ran on {device} ({gpu_prefix(device)}), but its "
@@ -244,7 +247,6 @@ def read_timeline(trace_dir: str | Path, label: str) -> tuple[pd.DataFrame, dict
 def trace_launches(trace_dir: str | Path) -> pd.DataFrame:
     """The trace set's launches in order: file, kernel name, short name, category, grid,
     block (from the kernel headers)."""
-    from simfront.analysis.categories import kernel_category, short_name
     from simfront.traces.reader import TraceSet
 
     rows = []
@@ -265,9 +267,6 @@ def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
     ``exact`` (name, grid, block), ``shape`` (same kernel, another launch shape: autotuning)
     or ``kernel`` (another kernel of the same category at that place: a library's choice).
     Non-exact pairs are only made between two exactly paired neighbours, in order."""
-    from simfront.analysis.categories import kernel_category, short_name
-    from simfront.stats.matching import align, launch_key
-
     ka = [launch_key(n, g, b) for n, g, b in zip(trace.kernel_name, trace.grid, trace.block)]
     kb = [launch_key(n, g, b) for n, g, b in
           zip(timeline.kernel_name, timeline.grid, timeline.block)]
@@ -302,8 +301,6 @@ def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
 
 
 def default_cache_dir() -> Path:
-    import os
-
     env = os.environ.get("SIMFRONT_CACHE")
     return (Path(env) if env else Path.home() / ".cache" / "simfront") / "whatif"
 
@@ -337,7 +334,7 @@ def trace_set_hash(trace_dir: Path) -> str:
     return h.hexdigest()
 
 
-def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
+def model_records(trace_dir: str | Path, gpu: GPU, cache_dir: Path | None = None,
                   progress: Callable[[str], None] | None = None,
                   l2: str = "cold") -> pd.DataFrame:
     """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace
@@ -346,8 +343,6 @@ def model_records(trace_dir: str | Path, gpu, cache_dir: Path | None = None,
     bench_model). ``l2``: ``cold`` (the model's own default, what comparisons with ncu
     need) or ``warm`` (the model backend's ``l2`` option); the what-if comparison passes
     :data:`DEFAULT_L2`."""
-    from simfront.gpu import config_hash
-    from simfront.sim.backend import SimJob
     from simfront.sim.model.backend import RESULT_NAME, ModelBackend
 
     trace_dir = Path(trace_dir)
@@ -642,8 +637,6 @@ def panel_section(trace_sets: Sequence[str | Path], cache_dir: Path | None = Non
     """The report panel: how well the model's what-ifs held on hardware, for those of the
     given trace sets that carry what-if timelines (or for ``results`` already computed);
     ``None`` if there are none."""
-    from simfront.analysis.report import Section
-
     results = list(results or [])
     for d in trace_sets:
         if available_conditions(d) and has_base(d):

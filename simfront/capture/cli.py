@@ -8,8 +8,15 @@ from pathlib import Path
 
 import click
 
+from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
 from simfront.capture.driver import Step, match_profile, profile, trace
 from simfront.capture.tracers import Sampling, Window, resolve_tracer
+from simfront.core.timeline import store_beside
+from simfront.workloads.green import parse_sms
+from simfront.workloads.run import parse_sets
+from simfront.workloads.timelines import run_timelines
+from simfront.workloads.workload import build
+from simfront.capture.script_timeline import run_script_timelines
 
 
 def _step(workload, preset, iterations, window_iteration, sets, script_args) -> Step:
@@ -135,10 +142,8 @@ def timeline_cmd(workload, script_args, preset, iterations, sets, sms, l2_setasi
 
     WORKLOAD is a registered workload, or a .py script followed by its arguments: the
     script's torch.cuda.profiler.start()/stop() window is timed, one run per condition."""
-    from simfront.workloads.green import parse_sms
 
     if workload.endswith(".py"):
-        from simfront.capture.script_timeline import run_script_timelines
 
         if sets:
             raise click.UsageError("--set overrides a registered workload's config; a "
@@ -146,9 +151,6 @@ def timeline_cmd(workload, script_args, preset, iterations, sets, sms, l2_setasi
         summaries = run_script_timelines(workload, script_args, parse_sms(sms), out,
                                          l2_setaside_mb=l2_setaside, timeout=timeout)
     else:
-        from simfront.workloads.run import parse_sets
-        from simfront.workloads.timelines import run_timelines
-        from simfront.workloads.workload import build
 
         if script_args:
             raise click.UsageError(f"unexpected arguments {' '.join(script_args)} (only a "
@@ -170,8 +172,6 @@ def timeline_cmd(workload, script_args, preset, iterations, sets, sms, l2_setasi
 def store_and_pair(out: Path, label: str, trace_set: Path, force: bool) -> dict:
     """Store one condition's timeline in the trace set's whatif/ folder and say how its
     launches paired with the set's."""
-    from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
-    from simfront.capture.timeline import store_beside
 
     csv_out, _ = store_beside(out, label, trace_set, force=force)
     tl, _ = read_timeline(trace_set, csv_out.name.split(".")[0])

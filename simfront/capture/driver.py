@@ -19,15 +19,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from simfront.capture.launches import (SIDECAR, multiplicity, ncu_launches,
-                                      read_sidecar, traced_launches, window_launches)
-from simfront.traces.multiplicity import write_multiplicity
+import pandas as pd
+
 from simfront.capture.match import match_launches
 from simfront.capture.metrics import metric_list
 from simfront.capture.tracers import Sampling, Tracer, Window, accelsim_postprocess
 from simfront.capture.validate import ValidationReport, validate_trace_set
-from simfront.errors import BackendError, ConfigError, InputError
-from simfront.provenance import sha256_file, tool_versions
+from simfront.core.errors import BackendError, ConfigError, InputError
+from simfront.core.launches import (SIDECAR, multiplicity, ncu_launches,
+                                      read_sidecar, traced_launches, window_launches)
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.provenance import sha256_file, tool_versions
+from simfront.stats.ncu_configs import CONFIG_PROFILE, expand_trace_set
+from simfront.traces.multiplicity import write_multiplicity
+from simfront.traces.store import TraceStore
 
 NCU_CSV = "ncu.csv"
 #: Environment of every run of a step (untraced, traced, profiled). Triton autotunes in each
@@ -249,8 +254,6 @@ def trace(step: Step, out_dir: str | Path, tracer: Tracer, window: Window = Wind
         return res
     reference = None
     if reference_ncu is not None:
-        from simfront.stats.ncu import read_ncu_csv
-
         reference = ncu_launches(read_ncu_csv(reference_ncu))
     # the trace holds the distinct launches only; the reference (ncu) every launch
     traced = traced_launches(sidecar) if sidecar is not None else None
@@ -328,8 +331,6 @@ def register(tdir: Path, step: Step, tracer: Tracer, window: Window, sampling: S
              out_dir: Path) -> str:
     """Register a validated trace set; the launch sidecar, the validation report and an ncu
     profile (if one sits beside it) are stored next to the kernels."""
-    from simfront.traces.store import TraceStore
-
     fields = provenance(step, tracer, window, sampling, rec)
     fields["validation"] = {"tracer": report.tracer, "ok": report.ok,
                             "untrusted_fields": report.untrusted_fields,
@@ -382,8 +383,6 @@ def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: flo
     ``ncu-configs.csv`` (a model-size step: 88 configurations for 2,068 launches, about a
     minute of ncu); with ``trace_dir`` the profile is laid over its launches
     (:mod:`simfront.stats.ncu_configs`) and the pairing summarized."""
-    from simfront.stats.ncu_configs import CONFIG_PROFILE
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     exe = shutil.which(ncu)
@@ -402,7 +401,6 @@ def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: flo
         raise CaptureError(f"ncu exited with status {rec.returncode}; log {rec.log}:\n"
                            f"{_tail(Path(rec.log), 1500)}")
     _strip_to_csv(part, csv_path)
-    from simfront.stats.ncu import read_ncu_csv
 
     df = read_ncu_csv(csv_path)
     if len(df) == 0:
@@ -410,8 +408,6 @@ def profile(step: Step, out_dir: str | Path, metrics: str = "full", timeout: flo
     res = CaptureResult("profile", str(out_dir), rec)
     res.stats.update(launches=len(df), ncu_wall_s=round(rec.wall_s, 1))
     if trace_dir is not None and per_config:
-        from simfront.stats.ncu_configs import expand_trace_set
-
         tdir = Path(trace_dir)
         tdir = tdir if (tdir / SIDECAR).exists() else tdir / "trace"
         res.match = {"summary": expand_trace_set(tdir, profile=csv_path).summary()}
@@ -444,10 +440,6 @@ def match_profile(ncu_csv: str | Path, trace_dir: str | Path,
                   out_csv: str | Path | None = None) -> dict[str, Any]:
     """Match an ncu profile to a capture's launches (its sidecar) one to one; write the
     per-launch pairs (trace kernel file + id beside the ncu row index) when asked."""
-    import pandas as pd
-
-    from simfront.stats.ncu import read_ncu_csv
-
     trace_dir = Path(trace_dir)
     side = trace_dir / SIDECAR if (trace_dir / SIDECAR).exists() else trace_dir / "trace" / SIDECAR
     launches = window_launches(read_sidecar(side))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from simfront.capture.launches import Launch
+from simfront.core.launches import Launch
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ without being asked for.
 
 from __future__ import annotations
 
+from simfront.core.errors import InputError
+
 #: metric (base name) -> what it is used for
 CORE: dict[str, str] = {
     "gpu__time_duration": "kernel duration (ns)",
@@ -103,8 +105,6 @@ METRIC_SETS: dict[str, tuple[str, ...]] = {
 
 
 def metric_list(name: str = "full") -> tuple[str, ...]:
-    from simfront.errors import InputError
-
     try:
         return METRIC_SETS[name]
     except KeyError:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from simfront.capture.driver import STEP_ENV, CaptureError, _tail, run_logged
 from simfront.capture.script_window import NO_WINDOW, Condition, command
-from simfront.capture.timeline import TimelineSummary, read_timeline_json
-from simfront.errors import InputError
+from simfront.core.timeline import TimelineSummary, read_timeline_json
+from simfront.core.errors import InputError
 
 
 def conditions(out_dir: str | Path, sms_list: list[int | None],

@@ -10,7 +10,7 @@ under the tracer and ncu: Triton autotunes there, and with ``TRITON_CACHE_AUTOTU
 (the capture's environment) every process reuses the first one's choices. When the script
 calls ``profiler.start()`` the hook fills the L2 set-aside if there is one, makes a green
 context's stream current (:func:`simfront.workloads.green.sm_subset`) and opens a
-:class:`simfront.capture.timeline.StepProbe`; at ``profiler.stop()`` it closes them and
+:class:`simfront.core.timeline.StepProbe`; at ``profiler.stop()`` it closes them and
 writes ``timeline-<condition>.csv`` and ``.json`` into ``SIMFRONT_TIMELINE_DIR``.
 
 What it cannot do, unlike the workload path (``simfront.workloads.timelines``), which runs
@@ -39,7 +39,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
+from simfront.workloads.timelines import condition_label
+from simfront.workloads.green import parse_sms
+from simfront.core.timeline import StepProbe
+from simfront.workloads.green import sm_subset
+from simfront.core.timeline import device_gpu, record, write_timeline, write_timeline_json
+from simfront.core.provenance import sha256_file, sha256_json, tool_versions
+from simfront.workloads.timelines import L2SetAside
 
 ENV_DIR = "SIMFRONT_TIMELINE_DIR"
 ENV_SMS = "SIMFRONT_TIMELINE_SMS"
@@ -63,7 +70,6 @@ class Condition:
 
     @property
     def label(self) -> str:
-        from simfront.workloads.timelines import condition_label
 
         return condition_label(self.sms, self.l2_setaside_mb)
 
@@ -77,7 +83,6 @@ class Condition:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Condition:
-        from simfront.workloads.green import parse_sms
 
         if not environ.get(ENV_DIR):
             raise ConfigError(f"{ENV_DIR} is not set: run scripts through `simfront "
@@ -145,14 +150,11 @@ class WindowHook:
         if self.record is not None or self._open:
             self._forward(0)
             return
-        from simfront.capture.timeline import StepProbe
-        from simfront.workloads.green import sm_subset
 
         self._forward(0)
         c = self.condition
         Path(c.out_dir).mkdir(parents=True, exist_ok=True)
         if c.l2_setaside_mb:
-            from simfront.workloads.timelines import L2SetAside
 
             self._setaside = L2SetAside(c.l2_setaside_mb)
             self._setaside.fill()
@@ -183,9 +185,6 @@ class WindowHook:
             self._saved[which]()
 
     def _write(self, measure: Any, setaside_bytes: int | None) -> Any:
-        from simfront.capture.timeline import (device_gpu, record, write_timeline,
-                                               write_timeline_json)
-        from simfront.provenance import sha256_file, sha256_json, tool_versions
 
         c = self.condition
         digest = sha256_file(self.script)

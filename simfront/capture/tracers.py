@@ -8,14 +8,16 @@ the NVTX injection library (``NVTX_INJECTION64_PATH``) so it can window on an NV
 
 from __future__ import annotations
 
+import lzma
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from simfront.errors import InputError
-from simfront.paths import PACKAGE_DIR
+from simfront.core.errors import InputError
+from simfront.core.paths import PACKAGE_DIR
 
 SIMFRONT_TRACER_NAME = "simfront_tracer.so"
 ACCELSIM_TRACER_NAME = "tracer_tool.so"
@@ -41,8 +43,6 @@ class Window:
         kind, sep, arg = text.partition(":")
         if sep and kind in ("nvtx", "kernel") and arg:
             if kind == "kernel":
-                import re
-
                 try:
                     re.compile(arg)
                 except re.error as exc:
@@ -188,8 +188,6 @@ def resolve_tracer(path: str | Path | None = None) -> Tracer:
 def accelsim_postprocess(trace_dir: Path, tool: Path | None = None, xz_preset: int = 1) -> None:
     """Turn Accel-Sim's raw ``kernel-N.trace`` files into ``kernel-N.traceg.xz`` with its
     ``post-traces-processing`` tool (found beside the tracer, or on PATH), then compress."""
-    import lzma
-
     tool = tool or (shutil.which("post-traces-processing") and Path(shutil.which(
         "post-traces-processing")))
     if not tool or not Path(tool).exists():

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from simfront.capture.launches import Launch
 from simfront.capture.match import match_launches
-from simfront.errors import SimfrontError
+from simfront.core.errors import SimfrontError
+from simfront.core.launches import Launch
 
 #: Hopper: 255 registers per thread, 227 KB of shared memory per block (opt-in limit).
 MAX_REGS = 255

@@ -12,7 +12,7 @@ Library API (what the other stages call)::
 
 from __future__ import annotations
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu.derived import Derived, derived, format_derived
 from simfront.gpu.gpu import GPU, ClockLimits, Clocks, Interconnect, TensorClock
 from simfront.gpu.hashing import config_hash

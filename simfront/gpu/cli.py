@@ -16,6 +16,9 @@ from typing import Any
 import click
 import yaml
 
+from simfront.gpu import (config_hash, derived, format_derived, load_gpu, preset_names, validate,
+                          with_variants)
+
 # Every click command or group this stage adds to `simfront`.
 commands: list[click.Command] = []
 
@@ -31,8 +34,6 @@ def _variants(pairs: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _load(spec: str, sets: tuple[str, ...] = ()):
-    from simfront.gpu import load_gpu, with_variants
-
     gpu = load_gpu(spec)
     params = _variants(sets)
     return with_variants(gpu, **params) if params else gpu
@@ -46,8 +47,6 @@ def config() -> None:
 @config.command("list")
 def list_cmd() -> None:
     """The named presets with their tensor:vector ratio."""
-    from simfront.gpu import derived, load_gpu, preset_names
-
     for name in preset_names():
         g = load_gpu(name)
         d = derived(g)
@@ -64,8 +63,6 @@ def list_cmd() -> None:
 def show(spec: str, sets: tuple[str, ...], as_yaml: bool, as_json: bool) -> None:
     """Derived peaks of a preset name or YAML file (tensor FLOP/clk/SM by dtype, vector
     FLOP/clk, SFU ops, DRAM and L2 bandwidth, tensor:vector ratio)."""
-    from simfront.gpu import config_hash, derived, format_derived
-
     gpu = _load(spec, sets)
     if as_yaml:
         click.echo(yaml.safe_dump(gpu.to_dict(), sort_keys=False), nl=False)
@@ -108,8 +105,6 @@ def gen(specs: tuple[str, ...], out: Path, sets: tuple[str, ...]) -> None:
 @click.argument("b")
 def diff(a: str, b: str) -> None:
     """Fields that differ between two descriptions, and their derived figures."""
-    from simfront.gpu import derived, load_gpu
-
     ga, gb = load_gpu(a), load_gpu(b)
     rows = _diff(ga.to_dict(), gb.to_dict())
     da, db = derived(ga), derived(gb)
@@ -147,7 +142,6 @@ def _diff(x: Any, y: Any, path: str = "") -> list[tuple[str, Any, Any]]:
               help="Pipes the trace uses (tensor,fp32,...): zero units of these are errors.")
 def validate_cmd(spec: str, no_accelsim: bool, pipes: str) -> None:
     """Check a preset, a YAML description, or a directory holding Accel-Sim configs."""
-    from simfront.gpu import validate
     from simfront.sim.accelsim.checks import accelsim_warnings, validate_accelsim_options
     from simfront.sim.accelsim.config import (GPGPUSIM_CONFIG, accelsim_options,
                                               read_options, validate_for_accelsim)

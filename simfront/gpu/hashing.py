@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from simfront.core.provenance import sha256_json
 from simfront.gpu.gpu import GPU
-from simfront.provenance import sha256_json
 
 
 def config_hash(gpu: GPU) -> str:

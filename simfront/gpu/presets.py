@@ -23,13 +23,15 @@ from typing import Any, Callable
 
 import yaml
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
+from simfront.core.paths import repo_dir
 from simfront.gpu.gpu import GPU, ClockLimits, Clocks, Interconnect, TensorClock
 from simfront.gpu.memory import DRAM, L2, DRAMTiming
 from simfront.gpu.sm import (SM, L1Shared, Pipe, Pipes, RegisterFile, TensorPipe,
                              TensorRates)
 from simfront.gpu.units import Frequency, Size
-from simfront.paths import repo_dir
+from simfront.gpu.variants import with_variants
+from simfront.gpu.yamlio import field_lines
 
 
 def h100() -> GPU:
@@ -181,9 +183,6 @@ _TOP_KEYS = {"base", "variants", "description"}
 
 
 def _load_file(path: Path, seen: tuple[Path, ...]) -> GPU:
-    from simfront.gpu.variants import with_variants
-    from simfront.gpu.yamlio import field_lines
-
     text = path.read_text()
     try:
         data = yaml.safe_load(text)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu.units import QUANTITY_TYPES
 
 # Maps a dotted field path to the line it was read from (see yamlio.field_lines).

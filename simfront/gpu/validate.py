@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu.gpu import GPU
 from simfront.gpu.memory import L2_SET_HASHES, PARTITION_INDEXING
 from simfront.gpu.sm import PIPES, TENSOR_DTYPES

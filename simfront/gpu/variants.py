@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu.derived import tensor_vector_ratio as current_ratio
 from simfront.gpu.gpu import GPU
 from simfront.gpu.sm import TENSOR_DTYPES, VECTOR_PIPES, Pipe, TensorRates

@@ -8,29 +8,39 @@ named by the user). The sweep stage only talks to this interface.
 from __future__ import annotations
 
 import abc
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
+from simfront.gpu import GPU
 
 
 @dataclass(frozen=True)
 class SimJob:
     """One unit of simulation work.
 
-    ``gpu`` is a finished, validated GPU description (``simfront.gpu``); ``kernels`` selects
-    launches of the trace set (trace file names such as ``kernel-35636.traceg.xz`` or
-    ``fnmatch`` patterns on the kernel name); ``None`` means all of them.
+    ``gpu`` is a finished, validated GPU description (``simfront.gpu.GPU``; ``None`` only
+    where a backend option names the simulator's own config files instead, as Accel-Sim's
+    ``config_dir``); ``kernels`` selects launches of the trace set (trace file names such as
+    ``kernel-35636.traceg.xz`` or ``fnmatch`` patterns on the kernel name); ``None`` means
+    all of them.
     """
 
     job_id: str
     trace_dir: Path
-    gpu: Any
+    gpu: GPU | None
     out_dir: Path
     kernels: tuple[str, ...] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.gpu is not None and not isinstance(self.gpu, GPU):
+            # a preset name or a file path here would reach the simulator unvalidated
+            raise TypeError(f"SimJob.gpu must be a simfront.gpu.GPU (load_gpu(...) and "
+                            f"validate it), got {type(self.gpu).__name__} {self.gpu!r:.60}")
 
 
 @dataclass
@@ -61,7 +71,7 @@ class Backend(abc.ABC):
     def check_available(self) -> None:
         """Raise BackendError, saying what to install or set, if this backend cannot run here."""
 
-    def check_gpu(self, gpu: Any, pipes_used: "set[str] | None" = None) -> None:
+    def check_gpu(self, gpu: GPU, pipes_used: "set[str] | None" = None) -> None:
         """Raise ConfigError (naming the field or option and the rule) if this simulator
         would refuse or crash on ``gpu``, a description that passed its own checks
         (``simfront.gpu.validate``). Runs before any job, so a sweep fails at plan time."""
@@ -99,7 +109,7 @@ def get_backend(name: str) -> Backend:
                            f"{', '.join(backend_names())}") from None
 
 
-def check_gpu(gpu: Any, backends: "tuple[str, ...] | list[str] | None" = None,
+def check_gpu(gpu: GPU, backends: "tuple[str, ...] | list[str] | None" = None,
               pipes_used: "set[str] | None" = None) -> None:
     """Each named backend's :meth:`Backend.check_gpu`; by default every built-in backend's,
     so that a description accepted once runs on either (results are compared across them)."""
@@ -110,8 +120,6 @@ def check_gpu(gpu: Any, backends: "tuple[str, ...] | list[str] | None" = None,
 def _load_builtin(name: str) -> None:
     # Importing a backend module registers it. Only the module of the backend asked for is
     # imported, so a Slurm task running Accel-Sim does not pay for the model's numba import.
-    import importlib
-
     module = BUILTIN_MODULES.get(name)
     if module is not None:
         importlib.import_module(module)

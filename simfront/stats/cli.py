@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 from pathlib import Path
 
 import click
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 #: Columns `stats parse` and `stats show` print by default.
 SUMMARY_COLUMNS = ("kernel_uid", "kernel_id", "complete", "cycles", "instructions",
@@ -59,8 +60,6 @@ def parse_cmd(log: Path, columns: str | None, all_columns: bool, as_json: bool) 
     """Parse a GPGPU-Sim/Accel-Sim stdout (plain, .xz or .zst) into per-kernel records.
 
     Exits 1 when the log is of a failed run (after printing what was parsed), 2 on bad input."""
-    import fnmatch
-
     from simfront.sim.accelsim.parse import kernel_records, parse_file
 
     parsed = parse_file(log)

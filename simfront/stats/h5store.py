@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from simfront import __version__
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 from simfront.stats import schema
 
 FORMAT = "simfront-results"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 LAUNCHES = "launch_count"
 

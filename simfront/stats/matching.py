@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from simfront.core.categories import short_name
+
 
 def _dims(value) -> tuple[int, ...] | None:
     if value is None or (isinstance(value, float) and value != value):
@@ -28,8 +30,6 @@ def _dims(value) -> tuple[int, ...] | None:
 def launch_key(name: str, grid=None, block=None) -> tuple:
     """What must agree for two records to be the same launch: short kernel name, grid, block
     (grid and block left out where a source does not state them)."""
-    from simfront.analysis.categories import short_name
-
     return (short_name(str(name)), _dims(grid), _dims(block))
 
 

@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simfront.capture.launches import Launch, ncu_launches
-from simfront.errors import InputError
+from simfront.core.errors import InputError
+from simfront.core.launches import SIDECAR, Launch, ncu_launches, read_sidecar, window_launches
+from simfront.core.ncu import read_ncu_csv
 
 #: the file name of a per-configuration profile inside a trace set (compressed or not)
 CONFIG_PROFILE = "ncu-configs.csv"
@@ -193,9 +194,6 @@ def expand_trace_set(trace_dir: str | Path, work: Mapping[str, float] | None = N
     """:func:`expand` for a trace set: its per-configuration profile over the launches of
     its window (``launches.jsonl``; a deduplicated repeat names its representative's file),
     scaled by ``work``, by default the traces' census (:func:`census_work`)."""
-    from simfront.capture.launches import SIDECAR, read_sidecar, window_launches
-    from simfront.stats.ncu import read_ncu_csv
-
     d = Path(trace_dir)
     path = Path(profile) if profile else find_config_profile(d)
     if path is None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import SweepError
-from simfront.paths import PACKAGE_DIR
+from simfront.core.errors import SweepError
+from simfront.core.paths import PACKAGE_DIR
 from simfront.sweep.executor import Executor
 from simfront.sweep.store import Claim, Outcome
 from simfront.sweep.worker import job_dir, read_json, write_job_file

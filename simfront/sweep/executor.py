@@ -11,7 +11,7 @@ import abc
 import sqlite3
 from pathlib import Path
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 from simfront.sweep.spec import ExecutorSettings, Resources
 from simfront.sweep.store import Claim, JobStore, Outcome
 

@@ -1,7 +1,8 @@
 """The sweep stage's edges to other stages: trace sets, GPU descriptions, backends.
 
 Kept in one small module so the rest of the sweep code depends on names, not on how the
-trace store, ``simfront.gpu`` or the backend registry are laid out.
+trace store, ``simfront.gpu`` or the backend registry are laid out. A sweep's GPUs are built
+here once, at plan time, and travel in the job specs (``JobSpec.gpu``) to the workers.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import SimfrontError, SweepError
-from simfront.paths import repo_dir, shared_dir
-from simfront.provenance import sha256_file, sha256_json
+from simfront.core.errors import SimfrontError, SweepError
+from simfront.core.paths import repo_dir, shared_dir
+from simfront.core.provenance import sha256_file, sha256_json
+from simfront.gpu import GPU, VARIANT_PARAMS, config_hash, load_gpu, with_variants
+from simfront.gpu import validate as validate_gpu
+from simfront.sim.backend import check_gpu as check_backends
 
 _KERNELSLIST = ("kernelslist.g", "kernelslist.g.xz")
 
@@ -53,10 +57,8 @@ def resolve_traces(value: str, base_dir: Path) -> Path:
 
 def _store_lookup(name: str) -> Path | None:
     """The trace store's directory for a registered set name, if there is one."""
-    try:
-        from simfront.traces.store import TraceStore
-    except ImportError:
-        return None
+    from simfront.traces.store import TraceStore  # loads numba: only for bare set names
+
     try:
         return TraceStore().get(name).path
     except (SimfrontError, LookupError, OSError, ValueError):
@@ -95,10 +97,8 @@ def trace_info(path: Path) -> TraceInfo:
 def _manifest_hashes(path: Path) -> dict[str, str] | None:
     """The set's hash from the store's manifest (hashes of the decompressed kernel texts, so
     recompressing a set keeps its job ids), when the set is registered."""
-    try:
-        from simfront.traces.store import MANIFEST_NAMES, read_manifest
-    except ImportError:
-        return None
+    from simfront.traces.store import MANIFEST_NAMES, read_manifest  # loads numba
+
     if not any((path / n).is_file() for n in MANIFEST_NAMES):
         return None
     try:
@@ -120,16 +120,17 @@ def kernel_files(path: Path) -> list[tuple[str, str, int]]:
     if key in _KERNEL_CACHE:
         return _KERNEL_CACHE[key]
     out: list[tuple[str, str, int]] | None = None
+    from simfront.traces.reader import TraceSet  # loads numba
+    from simfront.traces.store import MANIFEST_NAMES, read_manifest
+
     try:
-        from simfront.traces.store import MANIFEST_NAMES, read_manifest
         if any((path / n).is_file() for n in MANIFEST_NAMES):
             m = read_manifest(path)
             out = [(k["file"], k.get("name", ""), int(k.get("stored_bytes") or 0))
                    for k in m.get("kernels", [])]
-    except (ImportError, SimfrontError, OSError, KeyError, ValueError):
+    except (SimfrontError, OSError, KeyError, ValueError):
         out = None
     if not out:
-        from simfront.traces.reader import TraceSet
         out = [(k.path.name, k.header.name, k.path.stat().st_size)
                for k in TraceSet(path).kernels()]
     _KERNEL_CACHE[key] = out
@@ -155,87 +156,55 @@ def select_kernels(files: list[tuple[str, str, int]],
 # --------------------------------------------------------------------------- GPUs
 
 
-class _GPUApi:
-    """``load_gpu``, ``with_variants``, ``VARIANT_PARAMS`` and ``config_hash`` of
-    ``simfront.gpu`` (taken from its submodules while its ``__init__`` does not export them;
-    the config hash falls back to the hash of ``gpu.to_dict()``)."""
-
-    def __init__(self) -> None:
-        mods = []
-        for name in ("simfront.gpu", "simfront.gpu.presets", "simfront.gpu.variants",
-                     "simfront.gpu.hashing", "simfront.gpu.config"):
-            try:
-                mods.append(importlib.import_module(name))
-            except ImportError:
-                continue
-
-        def find(attr: str) -> Any:
-            for m in mods:
-                if hasattr(m, attr):
-                    return getattr(m, attr)
-            return None
-
-        self.load_gpu = find("load_gpu")
-        self.with_variants = find("with_variants")
-        self.variant_params = find("VARIANT_PARAMS")
-        self.config_hash = find("config_hash") or (lambda gpu: sha256_json(gpu.to_dict()))
-        self.validate = find("validate")
-        if self.load_gpu is None:
-            raise SweepError("GPU descriptions are not available (simfront.gpu has no "
-                             "load_gpu)")
-
-
-_API: _GPUApi | None = None
-
-
-def _gpu_module() -> _GPUApi:
-    global _API
-    if _API is None:
-        _API = _GPUApi()
-    return _API
-
-
 def variant_params() -> tuple[str, ...]:
-    params = _gpu_module().variant_params
-    return tuple(params) if params is not None else ()
+    """The names a sweep file may set or sweep under ``gpu:``."""
+    return tuple(VARIANT_PARAMS)
 
 
-_BASES: dict[str, Any] = {}
+_BASES: dict[str, GPU] = {}
 
 
 def build_gpu(base: str, params: dict[str, Any], validate: bool = True,
-              backends: "tuple[str, ...] | None" = None) -> Any:
+              backends: "tuple[str, ...] | None" = None) -> GPU:
     """``with_variants(load_gpu(base), **params)``, validated: the description's own rules,
     then what the ``backends`` refuse (default: every built-in backend's rules, see
-    ``simfront.sim.backend.check_gpu``); the caller turns errors into SweepErrors. Bases are
-    loaded once per process (descriptions are frozen)."""
-    mod = _gpu_module()
+    ``simfront.sim.backend.check_gpu``); errors are ConfigErrors, which the caller turns
+    into SweepErrors. Bases are loaded once per process (descriptions are frozen)."""
     gpu = _BASES.get(base)
     if gpu is None:
-        gpu = _BASES[base] = mod.load_gpu(base)
+        gpu = _BASES[base] = load_gpu(base)
     if params:
-        if mod.with_variants is None:
-            raise SweepError("GPU variants are not available (simfront.gpu has no "
-                             "with_variants)")
-        gpu = mod.with_variants(gpu, **params)
-    if validate and mod.validate is not None:
-        mod.validate(gpu)
+        gpu = with_variants(gpu, **params)
     if validate:
-        from simfront.sim.backend import check_gpu
-
         check_gpu(gpu, backends)
     return gpu
 
 
-def gpu_identity(gpu: Any, base: str, params: dict[str, Any]) -> tuple[str, str]:
+def check_gpu(gpu: GPU, backends: "tuple[str, ...] | None" = None) -> None:
+    """The description's own rules (``simfront.gpu.validate``), then the backends'."""
+    validate_gpu(gpu)
+    check_backends(gpu, backends)
+
+
+def job_gpu(gpu: GPU, chash: str, backend: str) -> GPU:
+    """A job's GPU as its spec carries it, checked before it runs: the spec's config hash
+    (the job id's) must be the description's, and the description must pass its own rules
+    and the backend's."""
+    got = config_hash(gpu)
+    if got != chash:
+        raise SweepError(f"the job's GPU description '{gpu.name}' hashes to {got}, not to the "
+                         f"config hash {chash} its job id was made from (an edited job spec?)",
+                         field="gpu")
+    check_gpu(gpu, (backend,))
+    return gpu
+
+
+def gpu_identity(gpu: GPU, base: str, params: dict[str, Any]) -> tuple[str, str]:
     """(config name, config hash) of a built GPU."""
-    mod = _gpu_module()
-    name = getattr(gpu, "name", None)
-    if not isinstance(name, str) or not name:
-        name = base
+    name = gpu.name or base
     if params and not any(str(v) in name for v in params.values()):
         name = base + "[" + ",".join(f"{k}={v}" for k, v in sorted(params.items())) + "]"
-    return name, str(mod.config_hash(gpu))
+    return name, config_hash(gpu)
 
 
 # --------------------------------------------------------------------------- backends

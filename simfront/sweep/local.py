@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from simfront.sweep.executor import Executor
-from simfront.sweep.registry import register_executor
 from simfront.sweep.store import Claim, Outcome
 from simfront.sweep.worker import job_dir, read_json, run_job
 
@@ -318,6 +317,3 @@ def _max_fd() -> int:
         return min(os.sysconf("SC_OPEN_MAX"), 65536)
     except (ValueError, OSError):
         return 4096
-
-
-register_executor("local", LocalExecutor)

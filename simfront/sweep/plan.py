@@ -7,13 +7,16 @@ The same job in two sweep files, or after an unrelated edit, keeps its id and it
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
-from simfront.errors import BackendError, SimfrontError, SweepError
-from simfront.provenance import sha256_json
+from simfront.core.errors import BackendError, SimfrontError, SweepError
+from simfront.core.provenance import sha256_json
+from simfront.gpu import GPU
+from simfront.sim.backend import get_backend
 from simfront.sweep import inputs
 from simfront.sweep.spec import SweepSpec
 
@@ -40,6 +43,8 @@ class JobSpec:
     params: dict[str, Any]
     config: str
     config_hash: str
+    #: the description built (and validated) once at plan time; ``config_hash`` is its hash
+    gpu: GPU
     backend: str
     backend_version: str
     options: dict[str, Any] = field(default_factory=dict)
@@ -53,14 +58,20 @@ class JobSpec:
     fallback_after_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "gpu"}
         d["kernels"] = list(self.kernels) if self.kernels is not None else None
         d["imports"] = list(self.imports)
+        d["gpu"] = self.gpu.to_dict()
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
         d = dict(d)
+        if not isinstance(d.get("gpu"), dict):
+            raise SweepError(f"job {d.get('job_id')} carries no GPU description (a spec "
+                             f"written by an older simfront: plan the sweep again, and delete "
+                             f"the job's job.json if it has one)", field="gpu")
+        d["gpu"] = GPU.from_dict(d["gpu"])
         d["kernels"] = tuple(d["kernels"]) if d.get("kernels") is not None else None
         d["imports"] = tuple(d.get("imports") or ())
         d["duplicates"] = {k: list(v) for k, v in (d.get("duplicates") or {}).items()}
@@ -131,7 +142,6 @@ def plan_sweep(spec: SweepSpec) -> Plan:
     backends = []
     for name in spec.backends:
         try:
-            from simfront.sim.backend import get_backend
             b = get_backend(name)
             backends.append((name, str(b.version())))
         except BackendError as exc:
@@ -141,7 +151,7 @@ def plan_sweep(spec: SweepSpec) -> Plan:
     seen: set[str] = set()
     duplicates = 0
     units = {w.name: _units(spec, w, info, n_bytes) for w, info, n_bytes in traces}
-    for (w, info, _), (params, config, chash), (bname, bver) in itertools.product(
+    for (w, info, _), (params, gpu, config, chash), (bname, bver) in itertools.product(
             traces, gpus, backends):
         fallback = spec.fallback if spec.fallback and spec.fallback.backend != bname else None
         id_options = ({**spec.options, "fallback": [fallback.backend, fallback.after_s]}
@@ -155,7 +165,7 @@ def plan_sweep(spec: SweepSpec) -> Plan:
             jobs.append(JobSpec(job_id=jid, workload=w.name, trace_dir=str(info.path),
                                 trace_hash=info.content_hash, trace_bytes=n_bytes,
                                 kernels=kernels, base_gpu=spec.base_gpu, params=params,
-                                config=config, config_hash=chash, backend=bname,
+                                config=config, config_hash=chash, gpu=gpu, backend=bname,
                                 backend_version=bver, options=dict(spec.options),
                                 timeout_s=float(spec.resources.time_s),
                                 imports=spec.executor.imports, import_base=str(base_dir),
@@ -183,9 +193,9 @@ def _units(spec: SweepSpec, w: Any, info: Any, n_bytes: int
             for g in split.group_launches(names, hashes, spec.split.kernels_per_job)]
 
 
-def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], str, str]]:
-    """(params, config name, config hash) per variant point, checked axis by axis first so
-    an error names the axis that caused it."""
+def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], GPU, str, str]]:
+    """(params, GPU, config name, config hash) per variant point, each description built and
+    validated once, checked axis by axis first so an error names the axis that caused it."""
     try:
         known = inputs.variant_params()
         inputs.build_gpu(spec.base_gpu, {})
@@ -203,9 +213,9 @@ def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], str, str]]:
     # Each axis's values, the other axes at their first value: a bad value is then blamed
     # on its own axis (parameters may depend on each other, so none is tried alone).
     first = {a.name: a.values[0] for a in spec.axes}
-    built: dict[str, Any] = {}  # a description per distinct parameter set, built once
+    built: dict[str, GPU] = {}  # a description per distinct parameter set, built once
 
-    def build(params: dict[str, Any], key: str) -> Any:
+    def build(params: dict[str, Any], key: str) -> GPU:
         k = sha256_json(params)
         if k not in built:
             built[k] = _build(spec, params, key)
@@ -218,11 +228,11 @@ def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], str, str]]:
     for params in variant_points(spec):
         gpu = build(params, "gpu.axes" if spec.axes else "gpu.set")
         name, chash = inputs.gpu_identity(gpu, spec.base_gpu, params)
-        out.append((params, name, chash))
+        out.append((params, gpu, name, chash))
     return out
 
 
-def _build(spec: SweepSpec, params: dict[str, Any], key: str) -> Any:
+def _build(spec: SweepSpec, params: dict[str, Any], key: str) -> GPU:
     try:
         return inputs.build_gpu(spec.base_gpu, params)
     except (SimfrontError, LookupError, ValueError, TypeError) as exc:

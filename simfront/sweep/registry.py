@@ -1,7 +1,8 @@
-"""Executors by name. This module sits below the executors: ``local.py`` and ``slurm.py``
-register themselves here when imported, and the built-in ones are imported by name on first
-use, so neither the executor interface nor the registry imports an implementation (no
-import circle) and a sweep that runs locally never imports the Slurm code.
+"""Executors by name: the one list of them. This module sits below the executors: the
+built-in ones are named here as ``module:class`` strings and imported on first use, so
+neither the executor interface nor the registry imports an implementation, no
+implementation imports the registry (no import circle), and a sweep that runs locally never
+imports the Slurm code.
 
 A plugin (``executor.imports`` in a sweep file) registers its own with
 :func:`register_executor`.
@@ -13,7 +14,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 
 if TYPE_CHECKING:  # types only: the sweep file reader (spec.py) asks this module for names
     from simfront.sweep.executor import Executor
@@ -22,31 +23,34 @@ if TYPE_CHECKING:  # types only: the sweep file reader (spec.py) asks this modul
 
 _EXECUTORS: dict[str, Callable[..., Executor]] = {}
 
-#: The built-in executors and the modules whose import registers them.
-BUILTIN_MODULES = {"local": "simfront.sweep.local", "slurm": "simfront.sweep.slurm"}
+#: The built-in executors: name -> ``module:class`` of the executor.
+BUILTIN_EXECUTORS = {"local": "simfront.sweep.local:LocalExecutor",
+                     "slurm": "simfront.sweep.slurm:SlurmExecutor"}
 
 
 def register_executor(name: str, factory: Callable[..., Executor]) -> None:
+    """Add an executor (a plugin's, named in a sweep file's ``executor.imports``)."""
     _EXECUTORS[name] = factory
 
 
-def _load_builtin() -> None:
-    for module in BUILTIN_MODULES.values():
-        importlib.import_module(module)
-
-
 def executor_names() -> list[str]:
-    _load_builtin()
-    return sorted(_EXECUTORS)
+    """The built-in executors and every registered one."""
+    return sorted(set(BUILTIN_EXECUTORS) | set(_EXECUTORS))
+
+
+def _factory(kind: str) -> Callable[..., Executor] | None:
+    if kind in _EXECUTORS:
+        return _EXECUTORS[kind]
+    if kind in BUILTIN_EXECUTORS:
+        module, name = BUILTIN_EXECUTORS[kind].split(":")
+        return getattr(importlib.import_module(module), name)
+    return None
 
 
 def make_executor(kind: str, sweep_dir: Path, store: JobStore, settings: ExecutorSettings,
                   resources: Resources, sweep_name: str = "sweep") -> Executor:
-    if kind not in _EXECUTORS:
-        _load_builtin()
-    try:
-        factory = _EXECUTORS[kind]
-    except KeyError:
-        raise SweepError(f"unknown executor '{kind}'; choose one of: {', '.join(sorted(_EXECUTORS))}",
-                         field="executor.kind") from None
+    factory = _factory(kind)
+    if factory is None:
+        raise SweepError(f"unknown executor '{kind}'; choose one of: {', '.join(executor_names())}",
+                         field="executor.kind")
     return factory(sweep_dir, store, settings, resources, sweep_name)

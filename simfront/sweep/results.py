@@ -19,11 +19,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from simfront.provenance import tool_versions
+from simfront.core.provenance import tool_versions
+from simfront.sweep import inputs
 from simfront.sweep.split import kernel_id_of
 from simfront.sweep.store import JobStore
-from simfront.traces.multiplicity import count_of, read_multiplicity
 from simfront.sweep.worker import job_dir, read_json
+from simfront.traces.multiplicity import count_of, read_multiplicity
 
 RESULTS_FILE = "results.h5"
 
@@ -101,8 +102,6 @@ def _step_key(spec_or_record: Any) -> tuple[str, str, str]:
 
 def expected_launches(specs: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Launches each step (trace set x GPU x backend) has, over all its jobs."""
-    from simfront.sweep import inputs
-
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
     for s in specs:
         files = [f for f, _, _ in inputs.select_kernels(inputs.kernel_files(Path(s.trace_dir)),

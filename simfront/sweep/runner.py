@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -23,11 +24,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
+from tqdm import tqdm
 
-from simfront.errors import SweepError
+from simfront.core.errors import BackendError, SweepError
+from simfront.sim.backend import get_backend
 from simfront.sweep.executor import Executor
-from simfront.sweep.registry import make_executor
 from simfront.sweep.plan import Plan, plan_sweep
+from simfront.sweep.registry import make_executor
 from simfront.sweep.results import RESULTS_FILE, gather
 from simfront.sweep.spec import SweepSpec, load_sweep
 from simfront.sweep.store import JobStore, Outcome
@@ -126,9 +129,6 @@ class Sweep:
 
     def _check_backends(self) -> None:
         """Say now, not once per job, when a backend cannot run here."""
-        from simfront.errors import BackendError
-        from simfront.sim.backend import get_backend
-
         for name in self.spec.backends:
             try:
                 get_backend(name).check_available()
@@ -299,7 +299,6 @@ class _StopFlag:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        import threading
         if threading.current_thread() is not threading.main_thread():
             yield
             return
@@ -318,7 +317,6 @@ class _Progress:
         self.store = store
         self.bar = None
         if enabled:
-            from tqdm import tqdm
             c = store.counts()
             total = sum(c.values())
             self.bar = tqdm(total=total, initial=c["done"] + c["failed"], unit="job",

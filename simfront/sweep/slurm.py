@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 from simfront.sweep.batch import BatchExecutor, TaskEnd
-from simfront.sweep.registry import register_executor
 
 
 class SlurmExecutor(BatchExecutor):
@@ -99,6 +98,3 @@ def _ranges(text: str) -> list[tuple[int, int]]:
         elif part.strip():
             out.append((int(part), int(part)))
     return out
-
-
-register_executor("slurm", SlurmExecutor)

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
+from simfront.sim.backend import DEFAULT_BACKEND
+from simfront.sweep.registry import executor_names
 from simfront.sweep.yamlfile import LineDict, LineList, load_yaml
 
 
@@ -105,7 +107,6 @@ class SweepSpec:
         return self.lines.get(key)
 
 
-EXECUTOR_KINDS = ("local", "slurm")
 COMBINE = ("product", "zip")
 
 _TOP = {"name", "description", "dir", "workloads", "gpu", "backends", "options", "resources",
@@ -331,7 +332,6 @@ def _is_number(v: Any) -> bool:
 
 def _backends(ctx: _Ctx, top: LineDict) -> tuple[str, ...]:
     if "backends" not in top or top["backends"] is None:
-        from simfront.sim.backend import DEFAULT_BACKEND
         return (DEFAULT_BACKEND,)
     v = top["backends"]
     line = top.line_of("backends")
@@ -415,11 +415,9 @@ def _executor(ctx: _Ctx, top: LineDict) -> ExecutorSettings:
     m = ctx.mapping(raw, "executor", top.line_of("executor"), _EXECUTOR)
     kw: dict[str, Any] = {}
     kind = m.get("kind", "local")
-    if kind not in EXECUTOR_KINDS:
-        from simfront.sweep.registry import executor_names
-        if kind not in executor_names():
-            raise ctx.err(f"unknown executor {kind!r}; choose one of: "
-                          f"{', '.join(executor_names())}", "executor.kind", m.line_of("kind"))
+    if kind not in executor_names():
+        raise ctx.err(f"unknown executor {kind!r}; choose one of: "
+                      f"{', '.join(executor_names())}", "executor.kind", m.line_of("kind"))
     kw["kind"] = kind
     if m.get("workers") not in (None, "auto"):
         kw["workers"] = _positive_int(ctx, m, "workers", "executor.workers")

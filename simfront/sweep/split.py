@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simfront.atomic import write_text
+from simfront.core.atomic import write_text
 from simfront.traces.reader import open_trace_file
 
 _ID_LINE = b"-kernel id"

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 from simfront.sweep.plan import JobSpec
 
 STATES = ("queued", "running", "done", "failed")

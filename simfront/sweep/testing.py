@@ -14,6 +14,7 @@ register them:
 
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 import json
 import os
@@ -21,7 +22,9 @@ import signal
 import time
 from pathlib import Path
 
-from simfront.paths import repo_dir
+import yaml
+
+from simfront.core.paths import repo_dir
 from simfront.sim.backend import Backend, SimJob, SimResult, register
 
 # The H100 trace samples the test suite ships (tests/data/README.md): a checkout has them.
@@ -68,7 +71,6 @@ class ProbeBackend(Backend):
         if opts.get("sleep_s"):
             time.sleep(float(opts["sleep_s"]))
         if fault == "crash":
-            import faulthandler
             faulthandler.disable()  # a test crash needs no Python stack dump
             os.kill(os.getpid(), signal.SIGSEGV)
         elif fault == "exit":
@@ -97,8 +99,6 @@ def write_sweep(directory: Path, name: str = "t", *, traces: str | list = "mamba
                 options: dict | None = None, resources: dict | None = None,
                 executor: dict | None = None, extra: str = "") -> Path:
     """Write a sweep file over the H100 trace samples in tests/data for tests and benchmarks."""
-    import yaml
-
     sets = [traces] if isinstance(traces, str) else list(traces)
     workloads = []
     for t in sets:

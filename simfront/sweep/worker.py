@@ -28,6 +28,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from simfront.gpu import GPU
+from simfront.sim.backend import SimJob, get_backend
+from simfront.sweep import inputs
 from simfront.sweep.plan import JobSpec
 
 JOBS_DIR = "jobs"
@@ -149,14 +152,12 @@ def _summary(result: dict[str, Any], reused: bool) -> dict[str, Any]:
 
 
 def _execute(spec: JobSpec, d: Path) -> dict[str, Any]:
-    """Build the GPU, call the backend; any exception becomes a failed outcome with a reason."""
+    """Check the job's GPU, call the backend; any exception becomes a failed outcome with a
+    reason."""
     try:
-        from simfront.sim.backend import SimJob, get_backend
-        from simfront.sweep import inputs
-
         inputs.import_plugins(spec.imports, Path(spec.import_base) if spec.import_base else None)
         backend = get_backend(spec.backend)
-        gpu = inputs.build_gpu(spec.base_gpu, spec.params, backends=(spec.backend,))
+        gpu = inputs.job_gpu(spec.gpu, spec.config_hash, spec.backend)
         timeout = spec.timeout_s
         if spec.fallback:
             # leave the stand-in time within the job's own limit
@@ -182,11 +183,10 @@ def _execute(spec: JobSpec, d: Path) -> dict[str, Any]:
     return out
 
 
-def _stand_in(spec: JobSpec, d: Path, gpu: Any, out: dict[str, Any]) -> dict[str, Any]:
+def _stand_in(spec: JobSpec, d: Path, gpu: GPU, out: dict[str, Any]) -> dict[str, Any]:
     """Run ``spec.fallback`` on the kernels the job's backend did not finish and merge its
     records in; the job is ok when every launch has a complete record from one of them."""
-    from simfront.sim.backend import SimJob, get_backend
-    from simfront.sweep import fallback, inputs
+    from simfront.sweep import fallback  # loads numba (split.py reads traces)
 
     files = [f for f, _, _ in inputs.select_kernels(inputs.kernel_files(Path(spec.trace_dir)),
                                                     spec.kernels)]

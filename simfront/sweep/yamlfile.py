@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from simfront.errors import SweepError
+from simfront.core.errors import SweepError
 
 
 class LineDict(dict):

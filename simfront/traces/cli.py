@@ -7,13 +7,17 @@ import sys
 from pathlib import Path
 
 import click
+import yaml
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
+from simfront.traces.cubin import read_kernels
+from simfront.traces.repair import base_name, load_records, repair_set
+from simfront.traces.stats import iter_set_stats, stats_frame, write_stats
+from simfront.traces.store import TraceStore, trace_hash
+from simfront.traces.validate import validate_set
 
 
 def _store(root: str | None):
-    from simfront.traces.store import TraceStore
-
     return TraceStore(root)
 
 
@@ -90,8 +94,6 @@ def show_cmd(name: str, root: str | None, as_json: bool) -> None:
               help="Print at most this many problems.")
 def validate_cmd(directory: str, root: str | None, headers_only: bool, max_problems: int) -> None:
     """Check a trace directory (headers and structure); exit 1 on any error."""
-    from simfront.traces.validate import validate_set
-
     report = validate_set(_trace_dir(directory, root), body=not headers_only, progress=True)
     for p in report.problems[:max_problems]:
         click.echo(str(p), err=p.severity == "error")
@@ -121,8 +123,6 @@ def repair_cmd(directory: str, out: str, launches: str | None, ncu: str | None,
                cubin: str | None, binary_version: int | None, kernels: tuple[str, ...],
                xz_preset: int) -> None:
     """Write a copy of DIRECTORY with nregs/shmem/binary version from launch records."""
-    from simfront.traces.repair import load_records, repair_set
-
     records = load_records(launches, ncu, cubin, binary_version)
     if not records and binary_version is None:
         raise click.UsageError("give --launches, --ncu and/or --binary-version")
@@ -143,8 +143,6 @@ def repair_cmd(directory: str, out: str, launches: str | None, ncu: str | None,
 def register_cmd(directory: str, name: str | None, fields_file: str | None, root: str | None,
                  overwrite: bool) -> None:
     """Validate DIRECTORY and add it to the store with a computed manifest."""
-    import yaml
-
     fields = {}
     if fields_file:
         fields = yaml.safe_load(Path(fields_file).read_text()) or {}
@@ -164,8 +162,6 @@ def register_cmd(directory: str, name: str | None, fields_file: str | None, root
 def stats_cmd(directory: str, root: str | None, out: str | None, kernels: tuple[str, ...],
               no_footprint: bool) -> None:
     """Per-kernel instruction mix, FLOPs and memory footprint of a trace directory."""
-    from simfront.traces.stats import iter_set_stats, stats_frame, write_stats
-
     path = _trace_dir(directory, root)
     stats = list(iter_set_stats(path, list(kernels) or None, progress=True,
                                 footprint=not no_footprint))
@@ -177,8 +173,6 @@ def stats_cmd(directory: str, root: str | None, out: str | None, kernels: tuple[
 
 
 def _short(name: str, width: int = 34) -> str:
-    from simfront.traces.repair import base_name
-
     try:
         n = base_name(name)
     except Exception:  # a name c++filt cannot handle still prints
@@ -213,8 +207,6 @@ def _print_stats(stats) -> None:
 @click.option("--grep", "pattern", default=None, help="Only kernels whose name contains this.")
 def cubin_cmd(binary: str, pattern: str | None) -> None:
     """Register counts of the kernels in a cubin, a library's fatbin, or a wheel."""
-    from simfront.traces.cubin import read_kernels
-
     kernels = [k for k in read_kernels(binary) if pattern is None or pattern in k.name]
     for k in kernels:
         click.echo(f"sm_{k.sm} regs {k.regs:3d} shared_section {k.shared_section:6d}  {k.name}")
@@ -227,8 +219,6 @@ def cubin_cmd(binary: str, pattern: str | None) -> None:
 @_root_option
 def hash_cmd(directory: str, kernel: str, root: str | None) -> None:
     """SHA-256 of a kernel's decompressed trace text (the id jobs use)."""
-    from simfront.traces.store import trace_hash
-
     p = Path(directory)
     click.echo(trace_hash(p if p.is_dir() else directory, kernel, _store(root)))
 

@@ -27,7 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from simfront.errors import InputError
+import zstandard
+
+from simfront.core.errors import InputError
 
 _FATBIN_MAGIC = 0xBA55ED50
 _EIATTR_REGCOUNT = 0x2F
@@ -127,8 +129,6 @@ def _fatbin_cubins(host: bytes, origin: str) -> Iterator[tuple[bytes, str]]:
                 body = fb[q + ehsize: q + ehsize + (csize or payload)]
                 where = f"{origin} fatbin entry {n}"
                 if flags & _FLAG_ZSTD:
-                    import zstandard
-
                     body = zstandard.ZstdDecompressor().decompress(body, max_output_size=usize)
                 elif flags & _FLAG_LZ4:
                     raise InputError(f"{where} is LZ4-compressed, which this reader does "

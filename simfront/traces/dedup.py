@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from simfront.atomic import write_text
+from simfront.core.atomic import write_text
 from simfront.traces.multiplicity import write_multiplicity
 from simfront.traces.reader import TraceSet
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 
 # Header keys as the tracer writes them, mapped to KernelHeader attributes.
 _KEYS = {

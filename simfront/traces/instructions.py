@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 
 MAX_DST = 4
 MAX_SRC = 8

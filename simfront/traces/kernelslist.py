@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 
 
 @dataclass(frozen=True)

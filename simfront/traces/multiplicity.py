@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simfront.atomic import write_text
-from simfront.errors import TraceFormatError
+from simfront.core.atomic import write_text
+from simfront.core.errors import TraceFormatError
 
 MULTIPLICITY = "multiplicity.txt"
 HEADER = "# simfront multiplicity 1: trace file, launches of the window it stands for"

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import zstandard
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 from simfront.traces.header import KernelHeader, parse_header
 from simfront.traces.instructions import (
     OPTABLE_SIZE, Instruction, InstructionChunk, error_field, finish_warp_state,
@@ -43,8 +44,6 @@ def open_trace_file(path: Path) -> io.BufferedIOBase:
         if name.endswith(".xz"):
             return lzma.open(path, "rb")  # type: ignore[return-value]
         if name.endswith(".zst"):
-            import zstandard
-
             return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"),
                                                                                 closefd=True))
         return open(path, "rb")

@@ -37,7 +37,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import InputError
+import zstandard
+
+from tqdm import tqdm
+from simfront.core.errors import InputError
+from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import REPO_ROOT, shared_dir
+from simfront.traces.cubin import read_kernels
 from simfront.traces.header import KernelHeader
 from simfront.traces.kernelslist import KernelRef, format_kernelslist
 from simfront.traces.reader import TraceSet, _read_header, _Stream
@@ -126,9 +132,7 @@ def load_sidecar(path: str | Path) -> list[LaunchRecord]:
 
 
 def load_ncu(path: str | Path) -> list[LaunchRecord]:
-    """Launch records from an ``ncu --csv --page raw`` file (via simfront.stats.ncu)."""
-    from simfront.stats.ncu import read_ncu_csv
-
+    """Launch records from an ``ncu --csv --page raw`` file (via simfront.core.ncu)."""
     path = Path(path)
     df = read_ncu_csv(path)
     records = []
@@ -291,8 +295,6 @@ class RepairReport:
 def portable_path(path: Path) -> str:
     """A path as it reads on any checkout: ``../shared/...`` for the shared data, relative
     for the repository, else as given."""
-    from simfront.paths import REPO_ROOT, shared_dir
-
     p = Path(path).resolve()
     for root, prefix in ((shared_dir().resolve(), "../shared"), (REPO_ROOT.resolve(), ".")):
         try:
@@ -317,8 +319,6 @@ def _write_kernel(src: Path, dst: Path, header: KernelHeader, xz_preset: int) ->
         if dst.name.endswith(".xz"):
             out = lzma.open(dst, "wb", preset=xz_preset)
         elif dst.name.endswith(".zst"):
-            import zstandard
-
             out = zstandard.ZstdCompressor(level=10).stream_writer(open(dst, "wb"))
         else:
             out = open(dst, "wb")
@@ -426,8 +426,6 @@ def repair_set(src: str | Path, out: str | Path, records: list[LaunchRecord] | N
     try:
         iterator = plans
         if progress:
-            from tqdm import tqdm
-
             iterator = tqdm(plans, desc="repair", unit="kernel", disable=None)
         for ref, header, new_header, changes, match in iterator:
             if changes:
@@ -453,8 +451,6 @@ def load_cubin(path: str | Path, sm: int | None = None) -> list[LaunchRecord]:
     """Register counts of the kernels compiled into a cubin, library or wheel
     (:mod:`simfront.traces.cubin`), as name-only records (registers are per function;
     they never give shared memory). ``sm`` keeps only cubins of that SM version."""
-    from simfront.traces.cubin import read_kernels
-
     return [LaunchRecord(k.name, (0, 0, 0), (0, 0, 0), regs=k.regs, source=f"cubin {k.origin}")
             for k in read_kernels(path) if sm is None or k.sm == sm]
 

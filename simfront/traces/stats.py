@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 from simfront.traces.opcodes import CATEGORIES, PIPES, classify
 from simfront.traces.reader import KernelTrace, TraceSet
 
@@ -294,8 +295,6 @@ def iter_set_stats(path: str | Path, kernels: Iterable[str] | None = None,
     ts = TraceSet(path)
     chosen = [ts.kernel(k) for k in kernels] if kernels else list(ts.kernels())
     if progress:
-        from tqdm import tqdm
-
         chosen = tqdm(chosen, desc="stats", unit="kernel", disable=None)
     for k in chosen:
         yield kernel_stats(k, footprint=footprint)

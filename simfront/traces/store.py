@@ -37,10 +37,11 @@ from typing import Any
 import yaml
 
 from simfront import __version__
-from simfront.errors import InputError, TraceFormatError
-from simfront.paths import repo_dir
+from simfront.core.errors import InputError, TraceFormatError
+from simfront.core.paths import repo_dir
 from simfront.traces.multiplicity import count_of, read_multiplicity
 from simfront.traces.reader import KernelTrace, TraceSet, open_trace_file
+from simfront.traces.validate import validate_set
 
 MANIFEST_NAMES = ("manifest.json", "manifest.yaml", "manifest.yml")
 FORMAT = "simfront-trace-set"
@@ -216,8 +217,6 @@ class TraceStore:
         ``kernelslist.g`` and the listed kernel files are copied (as they are: compressed
         files stay compressed).
         """
-        from simfront.traces.validate import validate_set
-
         src = Path(directory)
         name = name or src.name
         if not name or "/" in name or name.startswith("."):

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
 from simfront.traces.header import KernelHeader, header_key
 from simfront.traces.opcodes import classify
 from simfront.traces.reader import TRACE_SUFFIXES, KernelTrace, TraceSet
@@ -216,8 +217,6 @@ def validate_set(path: str | Path, body: bool = True, progress: bool = False) ->
     kernels = list(ts.kernels())
     iterator = kernels
     if progress:
-        from tqdm import tqdm
-
         iterator = tqdm(kernels, desc="validate", unit="kernel", disable=None)
     for kernel in iterator:
         report.kernels += 1

@@ -13,15 +13,15 @@ torch; ``build`` and ``run`` do.
 from simfront.workloads.kernels import check_kernels, expected_kernels
 from simfront.workloads.presets import GraphConfig, LMConfig, VisionConfig, with_overrides
 from simfront.workloads.registry import WORKLOADS, WorkloadSpec, get_spec
+from simfront.workloads.runner import run as _run
+from simfront.workloads.workload import build as _build
 
 
 def build(*args, **kwargs):
-    from simfront.workloads.workload import build as _build
     return _build(*args, **kwargs)
 
 
 def run(*args, **kwargs):
-    from simfront.workloads.runner import run as _run
     return _run(*args, **kwargs)
 
 

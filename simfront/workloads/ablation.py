@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from simfront.atomic import write_text
-from simfront.errors import InputError
+from simfront.core.atomic import write_text
+from simfront.core.errors import InputError
 
 ABLATION_JSON = "ablation.json"
 FORMAT_VERSION = 1

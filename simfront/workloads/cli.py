@@ -7,8 +7,12 @@ from pathlib import Path
 
 import click
 
+from simfront.workloads.counts import param_count
 from simfront.workloads.presets import as_dict
 from simfront.workloads.registry import WORKLOADS, get_spec
+from simfront.workloads.run import main
+from simfront.workloads.ablation import VARIANTS, AblationError, TritonConfig, make_variant, parse_autotune_log
+from simfront.workloads.ablation import ablation_report
 
 
 @click.group(name="workloads")
@@ -28,7 +32,6 @@ def list_cmd() -> None:
 @click.option("--preset", default="tiny", show_default=True)
 def show_cmd(name: str, preset: str) -> None:
     """A preset's full config and analytic parameter count, as JSON."""
-    from simfront.workloads.counts import param_count
     cfg = get_spec(name).config(preset)
     click.echo(json.dumps({"workload": name, "preset": preset, "params": param_count(cfg),
                            "config": as_dict(cfg)}, indent=2))
@@ -39,7 +42,6 @@ def show_cmd(name: str, preset: str) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(args: tuple[str, ...]) -> None:
     """Run a step, bracketing one iteration (python -m simfront.workloads.run; -h for help)."""
-    from simfront.workloads.run import main
     code = main(list(args))
     if code:
         raise SystemExit(code)
@@ -64,8 +66,6 @@ def run_cmd(args: tuple[str, ...]) -> None:
 def ablate_cmd(list_variants, package, kernels, variant, config_from, config_args, out):
     """Copy a package with Triton kernels' vector work changed and their tiling pinned,
     for a timed and traced run of the variant (docs/workloads.md, "Vector-work ablation")."""
-    from simfront.workloads.ablation import (VARIANTS, AblationError, TritonConfig,
-                                             make_variant, parse_autotune_log)
     if list_variants:
         for v in VARIANTS.values():
             click.echo(f"{v.name:6s} {v.description}")
@@ -102,7 +102,6 @@ def ablate_report_cmd(set_dir, as_json):
     folder of bench/device/ablate.sh, <variant>/timeline-<condition>.csv)."""
     from dataclasses import asdict
 
-    from simfront.workloads.ablation import ablation_report
     rows = ablation_report(set_dir)
     if as_json:
         click.echo(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=1))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 
 
 def parse_sms(text: str) -> list[int | None]:

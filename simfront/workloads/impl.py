@@ -11,7 +11,7 @@ import functools
 import importlib.util
 from typing import Callable
 
-from simfront.errors import BackendError, ConfigError
+from simfront.core.errors import BackendError, ConfigError
 
 IMPLS = ("auto", "mamba_ssm", "reference")
 

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from simfront.core.categories import short_name
 from simfront.workloads.presets import Config, GraphConfig, LMConfig, VisionConfig
 
 TRITON = "cuLaunchKernelEx"      # Triton kernels (and cuBLAS sm90 nvjet GEMMs)
@@ -48,8 +49,6 @@ def base_name(kernel_name: str) -> str:
     the same."""
     name = kernel_name.strip()
     if name.startswith("_Z"):
-        from simfront.analysis.categories import short_name
-
         return short_name(name)
     if name.startswith("void "):
         name = name[5:]

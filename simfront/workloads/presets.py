@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.workloads import presets as _p
 from simfront.workloads.presets import Config
 

@@ -12,11 +12,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from simfront.atomic import write_text
-from simfront.errors import ConfigError, SimfrontError
+from simfront.core.atomic import write_text
+from simfront.core.errors import ConfigError, SimfrontError
+from simfront.workloads.green import parse_sms
 from simfront.workloads.impl import IMPLS
 from simfront.workloads.registry import WORKLOADS
-from simfront.workloads.workload import AMP_DTYPES
+from simfront.workloads.runner import run
+from simfront.workloads.timelines import run_timelines
+from simfront.workloads.workload import AMP_DTYPES, build
 
 
 def parse_sets(items: list[str]) -> dict[str, str]:
@@ -64,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.timeline is not None:
             return _timelines(args)
-        from simfront.workloads.runner import run
         result = run(args.name, args.preset, args.iterations,
                      None if args.no_window else args.window, device=args.device,
                      impl=args.impl, overrides=parse_sets(args.sets), amp=args.amp,
@@ -80,8 +82,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _window_sms(text: str) -> int | None:
-    from simfront.workloads.green import parse_sms
-
     counts = parse_sms(text)
     if len(counts) != 1:
         raise ConfigError(f"one SM count for the window, got {text!r}", field="--sms")
@@ -89,10 +89,6 @@ def _window_sms(text: str) -> int | None:
 
 
 def _timelines(args: argparse.Namespace) -> int:
-    from simfront.workloads.green import parse_sms
-    from simfront.workloads.timelines import run_timelines
-    from simfront.workloads.workload import build
-
     sms = parse_sms(args.sms)
     wl = build(args.name, args.preset, device=args.device, impl=args.impl,
                overrides=parse_sets(args.sets), amp=args.amp)

@@ -11,8 +11,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from simfront.errors import ConfigError
-from simfront.provenance import sha256_json, tool_versions
+from simfront.core.errors import ConfigError
+from simfront.core.provenance import sha256_json, tool_versions
+from simfront.workloads.green import sm_subset
 from simfront.workloads.workload import Workload, build
 
 NVTX_STEP = "simfront.step"
@@ -91,8 +92,6 @@ def run_workload(wl: Workload, iterations: int = 3, window: int | None = -1, *,
             in_window = it == window
             sync()
             if window_sms is not None and it == window - 1:
-                from simfront.workloads.green import sm_subset
-
                 subset.enter_context(sm_subset(window_sms, wl.device))
             if in_window:
                 if cuda and profiler:

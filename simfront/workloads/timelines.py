@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from simfront.capture.timeline import (StepProbe, TimelineSummary, device_gpu, record,
+from simfront.core.timeline import (StepProbe, TimelineSummary, device_gpu, record,
                                        write_timeline, write_timeline_json)
 from simfront.workloads.green import sm_subset
 from simfront.workloads.runner import RunSummary, run_workload

@@ -7,7 +7,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.workloads.impl import resolve_impl
 from simfront.workloads.presets import Config, as_dict, with_overrides
 from simfront.workloads.registry import get_spec

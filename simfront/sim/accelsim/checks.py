@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from simfront.errors import ConfigError
+from simfront.core.errors import ConfigError
 from simfront.gpu.memory import L2_SET_HASHES
 from simfront.gpu.validate import IPOLY_BANKS, legal_set_counts
 

@@ -8,8 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from tqdm import tqdm
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
+from simfront.gpu.presets import load_gpu
+from simfront.sim.accelsim.install import find_install
+from simfront.sim.accelsim.isa_compat import rewrite_traceset
+from simfront.sim.accelsim.runner import AccelSimBackend
+from simfront.sim.backend import SimJob
+from simfront.stats.cli import SUMMARY_COLUMNS, _table
 
 
 def _overrides(nregs: int | None, shmem: int | None) -> dict:
@@ -31,8 +38,6 @@ def accelsim() -> None:
               help="Accel-Sim's gpu-simulator folder (default: $ACCELSIM_ROOT)")
 def check_cmd(accelsim_root: Path | None) -> None:
     """Say which Accel-Sim install would run, and what it accepts."""
-    from simfront.sim.accelsim.install import find_install
-
     inst = find_install(accelsim_root)
     for k, v in inst.describe().items():
         click.echo(f"{k:10s} {v}")
@@ -55,10 +60,6 @@ def check_cmd(accelsim_root: Path | None) -> None:
 def compat_cmd(trace_dir: Path, out_dir: Path, target: str, binary_version: str,
                nregs: int | None, shmem: int | None, xz: bool) -> None:
     """Write a copy of TRACE_DIR that Accel-Sim 1.x can replay (Hopper -> Ampere map)."""
-    from tqdm import tqdm
-
-    from simfront.sim.accelsim.isa_compat import rewrite_traceset
-
     bar = tqdm(desc="rewriting", unit="kernel", file=click.get_text_stream("stderr"))
     rep = rewrite_traceset(trace_dir, out_dir, target=target, binary_version=int(binary_version),
                            header_overrides=_overrides(nregs, shmem), compress=xz,
@@ -86,16 +87,10 @@ def run_cmd(trace_dir: Path, out_dir: Path, config_dir: Path | None, gpu: str | 
             shmem: int | None, timeout: float | None, memory_gb: float,
             accelsim_root: Path | None) -> None:
     """Run one Accel-Sim job on TRACE_DIR and print its per-kernel summary."""
-    from simfront.sim.accelsim.runner import AccelSimBackend
-    from simfront.sim.backend import SimJob
-    from simfront.stats.cli import SUMMARY_COLUMNS, _table
-
     if (config_dir is None) == (gpu is None):
         raise click.UsageError("give exactly one of --config-dir or --gpu")
     gpu_obj = None
     if gpu is not None:
-        from simfront.gpu.presets import load_gpu
-
         gpu_obj = load_gpu(gpu)
     options = {"memory_limit_gb": memory_gb, "header_overrides": _overrides(nregs, shmem)}
     if config_dir is not None:

@@ -39,10 +39,11 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterable
 
-from simfront.atomic import write_text
-from simfront.errors import ConfigError
+from simfront.core.atomic import write_text
+from simfront.core.errors import ConfigError
 from simfront.gpu.gpu import GPU
 from simfront.gpu.memory import L2_SET_HASHES, PARTITION_INDEXING
+from simfront.gpu.presets import h100
 from simfront.gpu.sm import TensorPipe
 from simfront.gpu.units import Size
 from simfront.gpu.validate import validate_description
@@ -547,8 +548,6 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
                    base: "GPU | None" = None, source: "Path | None" = None) -> GPU:
     """A description from Accel-Sim options. Fields Accel-Sim has no option for come from
     ``extra`` (written by us) or else from ``base`` (default: the h100 preset)."""
-    from simfront.gpu.presets import h100
-
     base = base or h100()
     b = base.to_dict()
 

@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
 
 BINARY = "accel-sim.out"
 

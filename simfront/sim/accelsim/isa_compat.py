@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from simfront.errors import BackendError, TraceFormatError
+import zstandard
+
+from simfront.core.errors import BackendError, TraceFormatError
 from simfront.sim.accelsim.lowering import LOWERED_OPS, KernelLowering, Refusal, write_lowered
 from simfront.sim.accelsim.renames import LOWERINGS, RZ  # noqa: F401 - part of this API
 from simfront.sim.accelsim.textio import open_text_in as _open_text_in
@@ -241,8 +243,6 @@ def _binary_chunks(path: Path) -> Iterable[bytes]:
     if name.endswith(".xz"):
         f = lzma.open(path, "rb")
     elif name.endswith(".zst"):
-        import zstandard
-
         f = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"),
                                                                           closefd=True))
     else:

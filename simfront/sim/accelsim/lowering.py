@@ -50,6 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from simfront.sim.accelsim.renames import LOWERINGS
+
+from simfront.sim.accelsim.textio import open_text_in, open_text_out
+
 #: Scratch registers for operands the lowering creates (HMMA A/B fragments, TMA staging).
 #: High numbers, below RZ (R255): Accel-Sim's scoreboard tracks them like any register.
 R_A, R_B, R_STAGE = "R248", "R244", "R240"
@@ -473,9 +477,6 @@ def write_lowered(src: Path, dst: Path, counts: Counter, binary_version: int | N
     lowerable, :func:`simfront.sim.accelsim.isa_compat.lower_kernel`) to ``dst``, streamed
     one thread block at a time, under a temp name then renamed. A lowering that turns out
     impossible mid-stream gives a :class:`Refusal` and leaves nothing at ``dst``."""
-    from simfront.sim.accelsim.renames import LOWERINGS
-    from simfront.sim.accelsim.textio import open_text_in, open_text_out
-
     open_in = open_in or open_text_in
     open_out = open_out or open_text_out
     renames = LOWERINGS if renames is None else renames

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+import zstandard
 
-from simfront.errors import InputError
+from simfront.core.errors import InputError
 
 # --------------------------------------------------------------------------- known shapes
 
@@ -146,8 +147,6 @@ def read_text(path: str | Path) -> str:
         with lzma.open(path, "rt", errors="replace") as f:
             return f.read()
     if path.suffix in (".zst", ".zstd"):
-        import zstandard
-
         with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as r:
             return r.read().decode(errors="replace")
     return path.read_text(errors="replace")

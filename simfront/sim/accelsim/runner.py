@@ -24,7 +24,7 @@ traced blocks and its record scaled to the whole grid (sampling.py); the record 
 - ``header_overrides``: ``{kernel file or "*": {"nregs": 32, "shmem": 4192}}`` for header
   fields the tracer wrote wrong (the 2024 tracer's ``-nregs``)
 - ``config_dir``: a folder with ready ``gpgpusim.config``/``trace.config`` (instead of
-  writing them from ``SimJob.gpu``); a string or Path as ``SimJob.gpu`` means the same
+  writing them from ``SimJob.gpu``, which is then ``None``)
 - ``memory_limit_gb`` (default 32), ``extra_args`` (list of simulator arguments),
   ``compress_traces`` (write the rewritten copy as .xz; default plain ``.traceg``)
 """
@@ -46,14 +46,22 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import BackendError, SimfrontError
-from simfront.provenance import sha256_file, sha256_json, tool_versions
-from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
-from simfront.sim.accelsim.isa_compat import IsaCompatError, copy_traceset, rewrite_traceset
-from simfront.sim.accelsim.sampling import blocks_per_sm, sample_scale, scale_record, sm_limits
-from simfront.sim.backend import Backend, SimJob, SimResult
+import numpy as np
+
+from simfront.core.errors import BackendError, SimfrontError
+from simfront.core.provenance import sha256_file, sha256_json, tool_versions
+from simfront.gpu import GPU, config_hash
 from simfront.sim.accelsim import parse as parser
+from simfront.sim.accelsim.config import validate_for_accelsim, write_accelsim_config
+from simfront.sim.accelsim.install import AccelSimInstall, find_install, tracez_to_traceg
+from simfront.sim.accelsim.isa_compat import (IsaCompatError, _out_name, copy_traceset,
+                                              rewrite_kernel, rewrite_traceset)
+from simfront.sim.accelsim.sampling import blocks_per_sm, sample_scale, scale_record, sm_limits
+from simfront.sim.accelsim.textio import open_text_in as _open_text_in
+from simfront.sim.backend import Backend, SimJob, SimResult
+from simfront.traces.header import parse_header
 from simfront.traces.kernelslist import KernelRef, format_kernelslist, parse_kernelslist
+from simfront.traces.validate import header_problems as stage_problems
 
 _SAMPLED_RE = re.compile(r"traced (\d+) of (\d+)")
 _CENSUS_RE = re.compile(r"^\s*(\d+) warp instructions")
@@ -93,9 +101,7 @@ class AccelSimBackend(Backend):
     def check_available(self) -> None:
         self.install()
 
-    def check_gpu(self, gpu: Any, pipes_used: "set[str] | None" = None) -> None:
-        from simfront.sim.accelsim.config import validate_for_accelsim
-
+    def check_gpu(self, gpu: GPU, pipes_used: "set[str] | None" = None) -> None:
         validate_for_accelsim(gpu, pipes_used)
 
     def run(self, job: SimJob) -> SimResult:
@@ -175,8 +181,6 @@ class AccelSimBackend(Backend):
     # ------------------------------------------------------------------ steps
     def _write_config(self, job: SimJob, out: Path) -> tuple[str, str]:
         src = job.options.get("config_dir")
-        if src is None and isinstance(job.gpu, (str, Path)) and Path(job.gpu).is_dir():
-            src = job.gpu
         if src is not None:
             src = Path(src)
             for name in CONFIG_FILES:
@@ -188,16 +192,16 @@ class AccelSimBackend(Backend):
                     shutil.copyfile(p, out / p.name)
                     hashes[p.name] = sha256_file(p)
             return src.name, sha256_json(hashes)
-        from simfront.gpu import config_hash
-        from simfront.sim.accelsim.config import write_accelsim_config
 
+        if job.gpu is None:
+            raise BackendError("the job names no GPU description and no config_dir option")
         write_accelsim_config(job.gpu, out)
         for name in CONFIG_FILES:
             if not (out / name).exists():
                 raise BackendError(f"write_accelsim_config wrote no {name} in {out}")
         # the same hash as the model backend and the sweep's job ids use
         chash = config_hash(job.gpu)
-        return getattr(job.gpu, "name", "gpu"), chash
+        return job.gpu.name, chash
 
     def _prepare_traces(self, job: SimJob, tdir: Path,
                         install: AccelSimInstall) -> tuple[list[dict], dict | None]:
@@ -272,8 +276,6 @@ class AccelSimBackend(Backend):
             traced = {k.file: k.instructions_in for k in report.kernels}
         elif overrides or sampled:
             # Header fixes without ISA changes: a rewritten copy, opcodes untouched.
-            from simfront.sim.accelsim.isa_compat import _out_name, rewrite_kernel
-
             kept = []
             for e in parse_kernelslist(work_dir / "kernelslist.g"):
                 if isinstance(e, KernelRef):
@@ -353,8 +355,6 @@ class AccelSimBackend(Backend):
 
 def read_header(path: Path) -> dict[str, str]:
     """The ``-key = value`` header of a trace file (first lines only; streaming)."""
-    from simfront.sim.accelsim.textio import open_text_in as _open_text_in
-
     out: dict[str, str] = {}
     if path.name.endswith(".tracez"):
         return out  # binary; its header is read after conversion
@@ -461,11 +461,6 @@ def header_problems(h: dict[str, str], install: AccelSimInstall) -> list[str]:
 def _stage_validation(h: dict[str, str], path: Path) -> list[str]:
     """The trace stage's header checks (simfront.traces.validate), on the header as it
     would be sent (overrides applied); errors only, warnings are the stage's business."""
-    try:
-        from simfront.traces.header import parse_header
-        from simfront.traces.validate import header_problems as stage_problems
-    except ImportError:
-        return []
     lines = [(i, f"-{k} = {v}") for i, (k, v) in enumerate(h.items(), 1)]
     try:
         header = parse_header(lines, path)
@@ -567,13 +562,8 @@ def _json_default(o: Any) -> Any:
         return str(o)
     if isinstance(o, (set, frozenset)):
         return sorted(o)
-    try:
-        import numpy as np
-
-        if isinstance(o, np.generic):
-            return o.item()
-    except ImportError:
-        pass
+    if isinstance(o, np.generic):
+        return o.item()
     return str(o)
 
 

@@ -7,14 +7,14 @@ import io
 import lzma
 from pathlib import Path
 
+import zstandard
+
 
 def open_text_in(path: Path) -> io.TextIOBase:
     name = path.name
     if name.endswith(".xz"):
         return lzma.open(path, "rt", encoding="utf-8", errors="replace")
     if name.endswith(".zst"):
-        import zstandard
-
         raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
         return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
     return open(path, "rt", encoding="utf-8", errors="replace")

@@ -6,6 +6,7 @@ import time
 
 from collections import OrderedDict
 
+from simfront.gpu import load_gpu
 from simfront.sim.model.carry import L2Carry
 from simfront.sim.model.clock import MAX, at_clock, run_clock
 from simfront.sim.model.combine import combine
@@ -61,8 +62,6 @@ def simulate_kernel(kernel, gpu, launch: dict | None = None,
     ``cache``: reuse this process's trace pass of the same file, launch and cache geometry
     (False: always read the trace). ``l2``: start from the L2 the step's previous kernel
     left and leave this kernel's in it (``carry``; the trace pass is then never reused)."""
-    from simfront.gpu import load_gpu
-
     gpu = load_gpu(gpu)
     t0 = time.perf_counter()
     if cache and l2 is None:

@@ -9,11 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simfront.errors import SimfrontError
+from simfront.core.errors import SimfrontError
+from simfront.core.provenance import sha256_file, tool_versions
+from simfront.gpu import config_hash, load_gpu
 from simfront.sim.backend import Backend, SimJob, SimResult
 from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.carry import L2Carry
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
+from simfront.traces.reader import TraceSet
 
 #: Bump when the model's numbers change for the same inputs.
 MODEL_VERSION = "model-1.12"
@@ -54,10 +57,6 @@ class ModelBackend(Backend):
         return MODEL_VERSION
 
     def run(self, job: SimJob) -> SimResult:
-        from simfront.gpu import config_hash, load_gpu
-        from simfront.provenance import sha256_file, tool_versions
-        from simfront.traces.reader import TraceSet
-
         t0 = time.monotonic()
         out = Path(job.out_dir)
         records: list[dict[str, Any]] = []

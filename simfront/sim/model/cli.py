@@ -7,12 +7,21 @@ import tempfile
 from pathlib import Path
 
 import click
+import pandas as pd
+
+from simfront.core.categories import short_name
+
+from simfront.core.errors import SimfrontError
+
+from simfront.gpu import load_gpu
+
+from simfront.sim.backend import SimJob, get_backend
+
+from simfront.sim.model.validation import pair_launches, read_ncu
 
 
 def _launches_from_ncu(path: Path, trace_dir: Path) -> dict:
     """Registers and shared memory per kernel file, from ncu records of the same step."""
-    from simfront.sim.model.validation import pair_launches, read_ncu
-
     pairs, _ = pair_launches(trace_dir, read_ncu(path))
     return {p.kernel.path.name: p.launch for p in pairs}
 
@@ -33,12 +42,6 @@ def _launches_from_ncu(path: Path, trace_dir: Path) -> dict:
 def run_cmd(trace_dir: Path, gpu_spec: str, kernels: tuple[str, ...], backend: str,
             ncu_path: Path | None, out_csv: Path | None, job_dir: Path | None) -> None:
     """Simulate the kernels of TRACE_DIR and print one line per kernel."""
-    import pandas as pd
-
-    from simfront.errors import SimfrontError
-    from simfront.gpu import load_gpu
-    from simfront.sim.backend import SimJob, get_backend
-
     gpu = load_gpu(gpu_spec)
     options = {}
     if ncu_path is not None:
@@ -49,8 +52,6 @@ def run_cmd(trace_dir: Path, gpu_spec: str, kernels: tuple[str, ...], backend: s
         res = get_backend(backend).run(job)
     df = pd.DataFrame(res.records)
     if not df.empty:
-        from simfront.analysis.categories import short_name
-
         show = df.assign(kernel=df["kernel_name"].map(short_name).str.slice(0, 40))
         cols = [c for c in ("kernel_uid", "kernel", "grid", "block", "cycles", "time_us",
                             "bound", "l2_hit_rate", "dram_read_bytes", "sim_wall_s")

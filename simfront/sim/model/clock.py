@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from simfront.gpu.units import Frequency
 from simfront.sim.model.decode import PIPE_INDEX
 
 #: what sets a kernel's clock (the record's ``sim_clock_limit``)
@@ -69,6 +70,4 @@ def run_clock(run, gpu) -> tuple[float, str]:
 
 def at_clock(gpu, hz: float):
     """``gpu`` with its SM clock at ``hz``; the L2, interconnect and DRAM keep theirs."""
-    from simfront.gpu.units import Frequency
-
     return gpu.replace(clocks=dataclasses.replace(gpu.clocks, core=Frequency(int(round(hz)))))

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
+from simfront.sim.model import sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, global_bytes, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
                                       simulate_memory, store_slots)
@@ -30,7 +31,6 @@ from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, N_
 from simfront.sim.model.issue import N_REASONS, run_sm
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
-from simfront.sim.model import sharing, tiles
 from simfront.traces.instructions import MAX_DST, MAX_SRC
 
 

@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, PIPE_INDEX,
+                                       build_optable)
+
 #: the two schedules a persistent grid can have, as records name them
 DYNAMIC, STATIC = "dynamic", "static"
 
@@ -65,9 +68,6 @@ class StoreCounts:
 def scan(kernel, gpu) -> tuple[StoreCounts, int]:
     """A kernel trace's global stores and atomics and its traced tensor-pipe instructions,
     read on their own (the model's trace pass gathers the same as it goes)."""
-    from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, PIPE_INDEX,
-                                           build_optable)
-
     stores, tensor = StoreCounts(), 0
     for ch in kernel.iter_chunks():
         table = build_optable(ch.opcodes, gpu)

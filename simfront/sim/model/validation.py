@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from simfront.errors import TraceFormatError
+from simfront.core.errors import TraceFormatError
+from simfront.core.ncu import read_ncu_csv
 from simfront.stats.matching import align, launch_key
+from simfront.traces.reader import TraceSet
 
 
 def read_ncu(path: str | Path) -> pd.DataFrame:
-    """The ncu records of a step (plain or compressed CSV), via ``simfront.stats.ncu``."""
-    from simfront.stats.ncu import read_ncu_csv
-
+    """The ncu records of a step (plain or compressed CSV), via ``simfront.core.ncu``."""
     return read_ncu_csv(path)
 
 
@@ -52,8 +52,6 @@ class Pair:
 
 def pair_launches(trace_dir: str | Path, ncu: pd.DataFrame) -> tuple[list[Pair], list[str]]:
     """Trace launches paired with ncu rows; the second list names unpaired trace launches."""
-    from simfront.traces.reader import TraceSet
-
     ts = TraceSet(trace_dir)
     kernels = list(ts.kernels())
     ka = [launch_key(k.header.name, k.header.grid, k.header.block) for k in kernels]

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from simfront.errors import BackendError
+from simfront.core.errors import BackendError
 from simfront.workloads import impl as impls
 from simfront.workloads.presets import GraphConfig
 

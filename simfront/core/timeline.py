@@ -9,7 +9,7 @@ costs the step almost nothing, so it is also how a step is timed under a hardwar
 A timeline is written as a CSV in the layout of ``ncu --csv --page raw`` (a header row, a
 unit row, one row per launch) with the columns ``ID``, ``Kernel Name``, ``Grid Size``,
 ``Block Size``, ``Stream``, ``gpu__time_duration.sum`` (ns) and ``start`` (ns from the first
-kernel's start), so :func:`simfront.stats.ncu.read_ncu_csv`, launch pairing and correlation
+kernel's start), so :func:`simfront.core.ncu.read_ncu_csv`, launch pairing and correlation
 read it as they read a profile. A ``timeline.json`` beside it holds the condition (the GPU
 as torch reports it: name, SM count, L2 size; the SMs the step ran on), the step's wall time
 (host time between device synchronizes around the timed iteration), the GPU's busy share of
@@ -23,13 +23,16 @@ Parsing is pure; only :class:`KernelTimer` needs torch.
 from __future__ import annotations
 
 import csv
+import io
 import json
+import lzma
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from simfront.atomic import write_text
-from simfront.errors import InputError
+from simfront.core.atomic import write_bytes, write_text
+from simfront.core.errors import InputError
 
 TIMELINE_FORMAT = 2
 COLUMNS = ("ID", "Kernel Name", "Grid Size", "Block Size", "Stream", "gpu__time_duration.sum",
@@ -189,8 +192,6 @@ def record(measure: WindowMeasure, label: str, gpu: GpuInfo | None, sms: int | N
 
 def write_timeline(path: str | Path, spans: list[KernelSpan]) -> None:
     """The spans as an ncu-layout CSV (see the module's docstring)."""
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
     w.writerow(COLUMNS)
@@ -295,8 +296,6 @@ class StepProbe:
 def gpu_prefix(device_name: str) -> str:
     """``NVIDIA H100 80GB HBM3`` -> ``h100``: the file-name prefix of a device's timelines
     in a trace set's ``whatif/`` folder."""
-    import re
-
     m = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", device_name)
     return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
 
@@ -307,10 +306,6 @@ def store_beside(timeline_dir: str | Path, label: str, trace_dir: str | Path,
     ``whatif/`` folder as ``<gpu>-<label>.csv.xz`` and ``.json`` (the names
     :mod:`simfront.analysis.whatif` reads). An existing timeline there is kept unless
     ``force``."""
-    import lzma
-
-    from simfront.atomic import write_bytes
-
     src = Path(timeline_dir)
     csv_in, js_in = src / f"timeline-{label}.csv", src / f"timeline-{label}.json"
     summary = read_timeline_json(js_in)

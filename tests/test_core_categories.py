@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simfront.analysis.categories import CATEGORIES, kernel_category, short_name
+from simfront.core.categories import CATEGORIES, kernel_category, short_name
 
 
 @pytest.mark.parametrize("name,category", [
@@ -57,7 +57,7 @@ def test_short_name(name, short):
 def test_every_real_kernel_is_named():
     # No launch of the real steps falls through to "other": every kernel there is one of
     # the operators the study reports.
-    from simfront.stats.ncu import read_ncu_dir
+    from simfront.core.ncu import read_ncu_dir
     from conftest import NCU_DIR
     df = read_ncu_dir(NCU_DIR)
     assert (df["category"] != "other").all(), df.loc[df["category"] == "other", "short_name"].unique()
@@ -92,8 +92,8 @@ def test_short_name_of_kineto_names(name, short):
 def test_timeline_names_meet_ncu_names(trace_set):
     # The H100 timeline (kineto's names) and ncu's profile (ncu's names) of the same step
     # must give the same short names, launch by launch in order.
-    from simfront.paths import repo_dir
-    from simfront.stats.ncu import read_ncu_csv
+    from simfront.core.paths import repo_dir
+    from simfront.core.ncu import read_ncu_csv
 
     d = repo_dir("traces") / trace_set
     tl = read_ncu_csv(d / "whatif" / "h100-all.csv.xz")

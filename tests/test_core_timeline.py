@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from simfront.capture.timeline import (GpuInfo, KernelSpan, WindowMeasure, busy_ns, record,
+from simfront.core.timeline import (GpuInfo, KernelSpan, WindowMeasure, busy_ns, record,
                                        read_timeline_json, spans_from_chrome_trace, summarize,
                                        write_timeline, write_timeline_json)
-from simfront.errors import ConfigError, InputError
-from simfront.stats.ncu import read_ncu_csv
+from simfront.core.errors import ConfigError, InputError
+from simfront.core.ncu import read_ncu_csv
 from simfront.workloads.green import parse_sms
 from simfront.workloads.timelines import condition_label
 

@@ -13,7 +13,7 @@ a pandas DataFrame with
   ``occupancy``, ``l1_hit_rate``, ``l2_hit_rate``, ``dram_read_bytes``,
   ``dram_write_bytes``, ``dram_util``, ``pipe_busy_<pipe>``) plus the ones only ncu gives
   (FLOP counts, arithmetic intensity, clock) — see :data:`DERIVED`;
-- ``category``: the operator the kernel belongs to (``simfront.analysis.categories``).
+- ``category``: the operator the kernel belongs to (``simfront.core.categories``).
 
 Derived columns are present only when the metrics they come from are in the file; the
 loader never guesses a value that was not measured.
@@ -21,14 +21,18 @@ loader never guesses a value that was not measured.
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
+import lzma
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from simfront.errors import InputError
+from simfront.core.categories import kernel_category, short_name
+from simfront.core.errors import InputError
 
 #: Unit as ncu prints it -> (base unit, factor to multiply by).
 UNIT_SCALE: dict[str, tuple[str, float]] = {
@@ -108,10 +112,6 @@ def ncu_files(directory: str | Path, pattern: str = "*.ncu.csv") -> list[Path]:
 
 def _open_text(path: Path):
     """The CSV as text, also when stored compressed (``.xz``, ``.gz``, ``.bz2``)."""
-    import bz2
-    import gzip
-    import lzma
-
     opener = {".xz": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
     return opener(path, "rt", newline="", encoding="utf-8", errors="replace")
 
@@ -186,8 +186,6 @@ def _col(df: pd.DataFrame, *names: str) -> pd.Series | None:
 
 
 def _derive(df: pd.DataFrame) -> dict[str, pd.Series]:
-    from simfront.analysis.categories import kernel_category, short_name
-
     d: dict[str, pd.Series] = {}
 
     def put(name: str, value) -> None:

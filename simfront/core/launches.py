@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from simfront.errors import InputError
+from simfront.core.categories import short_name
+from simfront.core.errors import InputError
 
 SIDECAR = "launches.jsonl"
 
@@ -39,8 +40,6 @@ class Launch:
     def key(self) -> str:
         """The function's own name: what both the tracer's mangled name and ncu's
         demangled one reduce to."""
-        from simfront.analysis.categories import short_name
-
         return short_name(self.name)
 
     @property
@@ -173,7 +172,7 @@ def _dim3(v) -> tuple[int, int, int]:
 
 
 def ncu_launches(df) -> list[Launch]:
-    """Launch records from a DataFrame of ``simfront.stats.ncu.read_ncu_csv``."""
+    """Launch records from a DataFrame of ``simfront.core.ncu.read_ncu_csv``."""
     out: list[Launch] = []
     for i, r in enumerate(df.to_dict("records")):
         def num(col: str) -> int | None:
