@@ -1,0 +1,75 @@
+"""The model against the hardware on the shipped vector-work ablations of the held-out SSD
+kernels (traces/<set>/ablation/, measured on an H100 with bench/device/ablate.sh)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from simfront.analysis.ablation import compare, vector_bound
+from simfront.core.errors import InputError
+from simfront.core.paths import REPO_ROOT
+
+TRACES = REPO_ROOT / "traces"
+ABLATED = ("ho-m2-d1024", "ho-m2-d512", "ho-hybrid")
+KERNELS = {"_chunk_scan_fwd_kernel", "_chunk_scan_chunk_state_bwd_dx_kernel"}
+
+
+@pytest.fixture(scope="module")
+def d512(tmp_path_factory):
+    # the model's record cache goes to a fresh folder: the test runs the model itself
+    import os
+
+    old = os.environ.get("SIMFRONT_CACHE")
+    os.environ["SIMFRONT_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    try:
+        yield compare(TRACES / "ho-m2-d512")
+    finally:
+        if old is None:
+            os.environ.pop("SIMFRONT_CACHE")
+        else:
+            os.environ["SIMFRONT_CACHE"] = old
+
+
+def test_every_kernel_variant_and_condition_is_paired(d512):
+    rows = d512.rows
+    assert set(rows.kernel) == KERNELS
+    assert set(rows.variant) == {"exp2", "noexp"}
+    assert set(rows.condition) == {"all", "sms64"}
+    assert len(rows) == 8
+    # the step ran three layers: three launches of each kernel in every timeline
+    assert (rows.launches == 3).all()
+
+
+def test_the_hardware_ratios_move_the_way_the_source_change_says(d512):
+    r = d512.rows
+    assert (r[r.variant == "exp2"].hw_ratio > 1.05).all()
+    assert (r[r.variant == "noexp"].hw_ratio < 0.95).all()
+    fwd = r[(r.kernel == "_chunk_scan_fwd_kernel") & (r.condition == "all")]
+    bwd = r[(r.kernel != "_chunk_scan_fwd_kernel") & (r.condition == "all")]
+    # the forward kernel is the one its exps hold back (the issue's observation, held out)
+    assert fwd.set_index("variant").hw_ratio["exp2"] > bwd.set_index("variant").hw_ratio["exp2"]
+
+
+def test_the_model_follows_the_direction_and_is_held_to_todays_accuracy(d512):
+    r = d512.rows
+    assert ((r.model_ratio - 1) * (r.hw_ratio - 1) > 0).all()
+    # model-1.12 on this set: 6.6% mean, 16.2% worst (the forward kernel without exps);
+    # a model change that reads vector work worse fails here
+    assert d512.mape < 0.08
+    assert d512.worst < 0.18
+
+
+@pytest.mark.parametrize("name", ABLATED)
+def test_removing_the_exps_bounds_the_step_gain(name):
+    b = vector_bound(TRACES / name)
+    assert 0 < b["saved_us"] < b["ablated_us"] < b["step_us"]
+    # the two SSD kernels are a few percent of these steps: the bound stays near 1
+    assert 1.0 < b["step_speedup"] < 1.02
+
+
+def test_a_set_without_ablations_is_named(tmp_path):
+    shutil.copytree(TRACES / "ho-m1" / "whatif", tmp_path / "ho-m1" / "whatif")
+    with pytest.raises(InputError, match="ablation"):
+        compare(tmp_path / "ho-m1")
