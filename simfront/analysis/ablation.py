@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simfront.analysis.wallclock import sweep_trace_sets
 from simfront.analysis.whatif import condition, model_records
 from simfront.core.errors import InputError
 from simfront.workloads.ablation import ALL_KERNELS, ablation_report
@@ -113,3 +114,22 @@ def render_markdown(fits: list[AblationFit]) -> str:
             lines.append(f"| {f.set_name} | {r.kernel} | {r.condition} | {r.variant} | "
                          f"{r.hw_ratio:.3f} | {r.model_ratio:.3f} | {r.error:+.1%} |")
     return "\n".join(lines)
+
+
+def sweep_vector_bounds(results_h5: str | Path) -> dict[str, dict[str, float]]:
+    """Workload name -> :func:`vector_bound` for the workloads of a sweep whose trace sets
+    ship ablations (resolved as :func:`simfront.analysis.wallclock.sweep_step_shares`
+    resolves them); the others are left out."""
+    out = {}
+    for name, trace_dir in sweep_trace_sets(results_h5).items():
+        if (Path(trace_dir) / ABLATION_DIR / "base").is_dir():
+            out[name] = vector_bound(trace_dir)
+    return out
+
+
+def bound_sentence(bound: dict[str, float]) -> str:
+    """The balance report's line beside the model's speedup."""
+    return (f"Measured on hardware (vector-work ablation, `noexp`): removing the exp and min "
+            f"of the ablated SSD kernels, {bound['ablated_share']:.1%} of the step's kernel "
+            f"time, makes the step at most {bound['step_speedup']:.4f}x faster; more vector "
+            "units can only make that work cheaper, not remove it.")

@@ -82,8 +82,10 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
 
     rec = load_sweep_records(sweep, ratio_column)
     results = balance_per_workload(rec, baseline_ratio=baseline, min_gain=min_gain, n_boot=boot)
+    vector_bounds = sweep_vector_bounds(sweep)
     if as_json:
-        click.echo(_json_out({k: r.summary() for k, r in results.items()}))
+        click.echo(_json_out({k: {**r.summary(), "hardware_vector_bound": vector_bounds.get(k)}
+                              for k, r in results.items()}))
     else:
         for name, r in results.items():
             s = r.summary()
@@ -98,11 +100,14 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
                        f"{s['stop_paying_ratio']}")
             for n in r.notes:
                 click.echo(f"note: {n}")
+            if name in vector_bounds:
+                click.echo(bound_sentence(vector_bounds[name]))
     if out is not None:
         from simfront.analysis.studies import add_balance
         rep = Report("Tensor:vector balance study", Path(out),
                      provenance={"sweep": str(sweep)})
-        add_balance(rep, results, shares=sweep_step_shares(sweep))
+        add_balance(rep, results, shares=sweep_step_shares(sweep),
+                    vector_bounds=vector_bounds)
         h, m = rep.write()
         click.echo(f"report: {h} and {m}", err=True)
 
@@ -263,6 +268,7 @@ from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summa
 from simfront.core.atomic import write_text
 from simfront.core.ncu import read_ncu_csv
 from simfront.analysis import lengths as length_study
+from simfront.analysis.ablation import bound_sentence, sweep_vector_bounds
 
 analyze.add_command(threeway_cmd)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from simfront.analysis import plots
+from simfront.analysis.ablation import bound_sentence
 from simfront.analysis.balance import BalanceResult, H100_RATIO, balance_study
 from simfront.analysis.bound import AnalyticBound, analytic_bound, pipe_time_envelope
 from simfront.analysis.characterize import Characterization, characterize
@@ -347,9 +348,12 @@ def add_balance_summary(report: Report, results: dict[str, BalanceResult],
 def add_balance(report: Report, results: dict[str, BalanceResult],
                 bounds: dict[str, AnalyticBound] | None = None, summary: bool = True,
                 whatif: "list[dict] | None" = None,
-                shares: "dict[str, StepShare] | None" = None) -> None:
+                shares: "dict[str, StepShare] | None" = None,
+                vector_bounds: dict[str, dict[str, float]] | None = None) -> None:
     """The balance study's sections: the summary across workloads first (unless ``summary``
-    is False because the caller placed it), then each workload, Mamba2 first."""
+    is False because the caller placed it), then each workload, Mamba2 first. A workload with
+    a hardware ``vector_bounds`` entry (:func:`simfront.analysis.ablation.vector_bound`) gets
+    it stated beside the model's speedup."""
     if summary:
         add_balance_summary(report, results, whatif, shares)
     for name in sorted(results, key=_lead_key):
@@ -377,6 +381,8 @@ def add_balance(report: Report, results: dict[str, BalanceResult],
                f"{res.min_gain:.0%} of step time per doubling "
                f"{with_iv('stop_paying_ratio', res.stop_paying, 'from ratio')}. Intervals: bootstrap over "
                f"the step's kernels.")
+        if name in (vector_bounds or {}):
+            s.text(bound_sentence(vector_bounds[name]))
         for n in res.notes:
             s.text("Note: " + n)
         bound = (bounds or {}).get(name)

@@ -77,11 +77,10 @@ def step_share(trace_dir: str | Path) -> StepShare | None:
     return from_timeline(read_timeline_json(path), str(path))
 
 
-def sweep_step_shares(results_h5: str | Path) -> dict[str, StepShare]:
-    """Workload name -> measured step share, for the workloads of a sweep whose trace sets
-    ship a baseline timeline. The sweep's folder (``.sweeps/NAME/``, beside its
-    ``results.h5``) keeps the sweep file it ran; trace sets resolve as the sweep resolved
-    them. Workloads without a timeline are left out."""
+def sweep_trace_sets(results_h5: str | Path) -> dict[str, Path]:
+    """Workload name -> trace set of a sweep, resolved as the sweep resolved them. The
+    sweep's folder (``.sweeps/NAME/``, beside its ``results.h5``) keeps the sweep file it ran;
+    workloads whose trace set is gone are left out."""
     folder = Path(results_h5).parent
     spec_file = folder / "sweep.yaml"
     if not spec_file.exists():
@@ -91,13 +90,21 @@ def sweep_step_shares(results_h5: str | Path) -> dict[str, StepShare]:
         base = Path(meta["sweep_file"]).parent
     except (OSError, ValueError, KeyError):
         base = folder
-    spec = load_sweep(spec_file)
-    out: dict[str, StepShare] = {}
-    for w in spec.workloads:
+    out: dict[str, Path] = {}
+    for w in load_sweep(spec_file).workloads:
         try:
-            share = step_share(resolve_traces(w.traces, base))
+            out[w.name] = Path(resolve_traces(w.traces, base))
         except FileNotFoundError:
             continue
+    return out
+
+
+def sweep_step_shares(results_h5: str | Path) -> dict[str, StepShare]:
+    """Workload name -> measured step share, for the workloads of a sweep whose trace sets
+    ship a baseline timeline (:func:`sweep_trace_sets`)."""
+    out: dict[str, StepShare] = {}
+    for name, trace_dir in sweep_trace_sets(results_h5).items():
+        share = step_share(trace_dir)
         if share is not None:
-            out[w.name] = share
+            out[name] = share
     return out
