@@ -77,6 +77,9 @@ def load_yaml(path: str | Path) -> Any:
         text = path.read_text()
     except OSError as exc:
         raise SweepError(f"cannot read sweep file ({exc.strerror})", path) from None
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"not a text file (byte {exc.start} is not UTF-8): a sweep file is "
+                         f"YAML text", path) from None
     return loads_yaml(text, path)
 
 
