@@ -281,9 +281,13 @@ def build_gpu(base: str, params: dict[str, Any], validate: bool = True,
     ``simfront.sim.backend.check_gpu``); the caller turns errors into SweepErrors. Bases are
     loaded once per process (descriptions are frozen)."""
     mod = _gpu_module()
-    gpu = _BASES.get(base)
+    key: Any = base
+    if os.path.isfile(base):  # a description file: an edit makes a new description
+        st = os.stat(base)
+        key = (os.path.abspath(base), st.st_size, st.st_mtime_ns)
+    gpu = _BASES.get(key)
     if gpu is None:
-        gpu = _BASES[base] = mod.load_gpu(base)
+        gpu = _BASES[key] = mod.load_gpu(base)
     if params:
         if mod.with_variants is None:
             raise SweepError("GPU variants are not available (simfront.gpu has no "

@@ -74,7 +74,7 @@ def load_yaml(path: str | Path) -> Any:
     """Parse a YAML file into LineDict/LineList/scalars; syntax errors name the line."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")  # not the locale's: YAML is UTF-8
     except OSError as exc:
         raise SweepError(f"cannot read sweep file ({exc.strerror})", path) from None
     except UnicodeDecodeError as exc:
