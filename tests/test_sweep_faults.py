@@ -44,6 +44,21 @@ def _cli(*args: str, umask: int | None = None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300, preexec_fn=pre)
 
 
+def _main(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`simfront` through its main() in this process (quicker than a new one, for the
+    commands that stop before any job runs); the same result shape as ``_cli``."""
+    from simfront.cli import main
+
+    capsys.readouterr()
+    try:
+        main(list(args))
+        rc = 0
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), rc, out.out, out.err)
+
+
 def _one_line_error(r: subprocess.CompletedProcess, *words: str) -> str:
     """The command failed with one `error:` line (no traceback) that says ``words``."""
     assert r.returncode != 0, r.stdout + r.stderr
@@ -122,25 +137,15 @@ def test_lost_or_damaged_result_files_are_named_requeued_and_rerun(tmp_path):
     assert r.returncode == 0 and f"done 1, failed 0" in r.stdout, r.stdout
     assert all(f"{j}  queued" in r.stdout for j in victims)
 
-    r = _cli("sweep", "run", str(path), "-q")
-    assert r.returncode == 0, r.stderr
-    assert f"started {len(DAMAGES)} attempts" in r.stdout
-    _records_once(s)
-    runs = _ok_runs(s)
-    assert all(runs[j] == 2 for j in victims) and runs[ids[-1]] == 1
-
-
-def test_a_result_lost_before_a_resume_reruns_with_the_resume(tmp_path):
-    path = _model_sweep(tmp_path, "resume", n=3)
-    s = Sweep.open(path)
-    s.run(progress=False)
-    victim = s.plan().jobs[0].job_id
-    (job_dir(s.directory, victim) / "result.json").unlink()
+    # and one lost while no command looked: the resume finds it before it runs the rest
+    (job_dir(s.directory, ids[-1]) / "result.json").unlink()
     r = _cli("sweep", "run", str(path), "-q")
     assert r.returncode == 0, r.stderr
     assert "1 finished job(s) had lost or damaged result files" in r.stderr
-    assert f"jobs/{victim}/result.json: missing" in r.stderr
+    assert f"jobs/{ids[-1]}/result.json: missing" in r.stderr
+    assert f"started {len(ids)} attempts" in r.stdout
     _records_once(s)
+    assert set(_ok_runs(s).values()) == {2}
 
 
 def test_a_worker_never_trusts_a_damaged_result(tmp_path):
@@ -266,51 +271,45 @@ def test_two_sweep_files_of_one_name_are_refused(tmp_path):
     assert Sweep.open(b).run(progress=False).counts["done"] == 2
 
 
-def test_a_backwards_range_names_its_field(tmp_path):
+def test_a_backwards_range_names_its_field(tmp_path, capsys):
     path = _model_sweep(tmp_path, "back", n=1, axes={"sm_count": {"start": 132, "stop": 66,
                                                                   "step": 66}})
-    r = _cli("sweep", "plan", str(path))
+    r = _main(capsys, "sweep", "plan", str(path))
     _one_line_error(r, "gpu.axes.sm_count.stop", "runs backwards", "line")
     path = _model_sweep(tmp_path, "back2", n=1, axes={"tensor_vector_ratio": {
         "start": 32, "stop": 2, "factor": 2}})
-    _one_line_error(_cli("sweep", "plan", str(path)), "tensor_vector_ratio.stop", "backwards")
+    _one_line_error(_main(capsys, "sweep", "plan", str(path)), "tensor_vector_ratio.stop", "backwards")
 
 
-def test_an_empty_trace_set_and_a_kernel_filter_matching_nothing_fail(tmp_path):
+def test_an_empty_trace_set_and_a_kernel_filter_matching_nothing_fail(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "kernelslist.g").write_text("")
     path = write_sweep(tmp_path, "empty", traces=str(empty), backends="model")
-    _one_line_error(_cli("sweep", "run", str(path), "-q"), "workloads[0].traces",
+    _one_line_error(_main(capsys, "sweep", "run", str(path), "-q"), "workloads[0].traces",
                     "no kernel launches")
-    _one_line_error(_cli("sim", "run", str(empty)), "lists no kernel launches")
-    _one_line_error(_cli("sim", "run", str(REPO_ROOT / "traces" / "mamba1_selective_scan"),
+    _one_line_error(_main(capsys, "sim", "run", str(empty)), "lists no kernel launches")
+    _one_line_error(_main(capsys, "sim", "run", str(REPO_ROOT / "traces" / "mamba1_selective_scan"),
                          "--kernel", "*no_such_kernel*"), "matches no kernel")
 
 
-def test_binary_sweep_and_gpu_files_are_named(tmp_path):
+def test_binary_sweep_and_gpu_files_are_named(tmp_path, capsys):
     rng = random.Random(1)
     junk = bytes(rng.randrange(256) for _ in range(400))
     bad = tmp_path / "bin.yaml"
     bad.write_bytes(junk)
-    _one_line_error(_cli("sweep", "plan", str(bad)), str(bad.name), "not a text file")
+    _one_line_error(_main(capsys, "sweep", "plan", str(bad)), str(bad.name), "not a text file")
     gpu = tmp_path / "gpu.yaml"
     gpu.write_bytes(junk)
     path = _model_sweep(tmp_path, "bingpu", n=1)
     path.write_text(path.read_text().replace("base: h100", f"base: {gpu}"))
-    _one_line_error(_cli("sweep", "run", str(path)), "field 'gpu.base'", "gpu.yaml")
+    _one_line_error(_main(capsys, "sweep", "run", str(path)), "field 'gpu.base'", "gpu.yaml")
 
 
 # --------------------------------------------------------------------------- job store, HDF5
 
 
-@pytest.mark.parametrize("where", ["header", "pages"])
-def test_a_damaged_job_store_is_named_then_rebuilt_from_result_files(tmp_path, where):
-    path = _model_sweep(tmp_path, f"db_{where}", n=4)
-    s = Sweep.open(path)
-    s.run(progress=False)
-    s.store.close()
-    db = s.store.path
+def _damage_db(db: Path, where: str) -> None:
     data = bytearray(db.read_bytes())
     if where == "header":
         data[:100] = b"\x13" * 100
@@ -319,62 +318,76 @@ def test_a_damaged_job_store_is_named_then_rebuilt_from_result_files(tmp_path, w
             data[i] = (data[i] + 41) % 256
     db.write_bytes(bytes(data))
 
-    r = _cli("sweep", "status", str(path))
-    _one_line_error(r, "jobs.sqlite", "damaged", "sweep run")
-    r = _cli("sweep", "run", str(path), "-q")
-    assert r.returncode == 0, r.stderr
-    assert "jobs.sqlite was damaged; moved to jobs.sqlite.damaged-" in r.stderr
-    assert "started 0 attempts" in r.stdout and "done 4, failed 0" in r.stdout
-    assert list(s.directory.glob("jobs.sqlite.damaged-*"))
-    s2 = Sweep.open(path)
-    _records_once(s2)
-    assert set(_ok_runs(s2).values()) == {1}  # restored from results, nothing ran again
+
+def test_a_damaged_job_store_is_named_then_rebuilt_from_result_files(tmp_path):
+    path = _model_sweep(tmp_path, "db", n=4)
+    s = Sweep.open(path)
+    s.run(progress=False)
+    s.store.close()
+    for i, where in enumerate(("header", "pages")):
+        _damage_db(s.store.path, where)
+        if i == 0:
+            r = _cli("sweep", "status", str(path))
+            _one_line_error(r, "jobs.sqlite", "damaged", "sweep run")
+        r = _cli("sweep", "run", str(path), "-q")
+        assert r.returncode == 0, r.stderr
+        assert "jobs.sqlite was damaged; moved to jobs.sqlite.damaged-" in r.stderr
+        assert "started 0 attempts" in r.stdout and "done 4, failed 0" in r.stdout
+        s2 = Sweep.open(path)
+        _records_once(s2)
+        assert set(_ok_runs(s2).values()) == {1}  # restored from results, nothing ran again
+        s2.store.close()
+    assert len(list(s.directory.glob("jobs.sqlite.damaged-*"))) == 2
 
 
-@pytest.mark.parametrize("how", ["truncate", "garbage"])
-def test_a_damaged_results_file_is_named_and_rebuilt(tmp_path, how):
-    path = _model_sweep(tmp_path, f"h5_{how}", n=3)
+def test_a_damaged_results_file_is_named_and_rebuilt(tmp_path, capsys):
+    path = _model_sweep(tmp_path, "h5", n=3)
     s = Sweep.open(path)
     s.run(progress=False)
     h5 = s.results_path
-    data = h5.read_bytes()
-    h5.write_bytes(data[:len(data) // 3] if how == "truncate" else b"\x00junk" * 500)
-    _one_line_error(_cli("stats", "show", str(h5)), "results.h5")
-    r = _cli("sweep", "status", str(path))
-    assert r.returncode == 0 and "unreadable" in r.stdout and "sweep gather" in r.stdout
-    r = _cli("sweep", "gather", str(path))
-    assert r.returncode == 0, r.stderr
-    _records_once(s)
+    for how in ("truncate", "garbage"):
+        data = h5.read_bytes()
+        h5.write_bytes(data[:len(data) // 3] if how == "truncate" else b"\x00junk" * 500)
+        _one_line_error(_main(capsys, "stats", "show", str(h5)), "results.h5")
+        r = _main(capsys, "sweep", "status", str(path))
+        assert r.returncode == 0 and "unreadable" in r.stdout and "sweep gather" in r.stdout
+        r = _cli("sweep", "gather", str(path))
+        assert r.returncode == 0, r.stderr
+        _records_once(s)
 
 
 def test_results_are_readable_by_the_group(tmp_path):
     path = _model_sweep(tmp_path, "mode", n=2)
     for mask, want in ((0o022, 0o644), (0o027, 0o640)):
-        r = _cli("sweep", "run", str(path), "-q", umask=mask)
-        assert r.returncode == 0, r.stderr
-        s = Sweep.open(path)
+        old = os.umask(mask)
+        try:
+            s = Sweep.open(path)
+            assert s.run(progress=False).counts["done"] == 2
+        finally:
+            os.umask(old)
         files = [s.results_path] + [job_dir(s.directory, j.job_id) / "result.json"
                                     for j in s.plan().jobs]
         for f in files:
             assert stat.S_IMODE(f.stat().st_mode) == want, (f, oct(f.stat().st_mode))
+        s.store.close()
         shutil.rmtree(s.directory)
 
 
 # --------------------------------------------------------------------------- stats parse
 
 
-def test_stats_parse_of_a_truncated_or_failed_log_exits_1(tmp_path):
+def test_stats_parse_of_a_truncated_or_failed_log_exits_1(tmp_path, capsys):
     text = lzma.decompress(ACCELSIM_LOG.read_bytes()).decode()
     whole = tmp_path / "whole.out"
     whole.write_text(text)
     cut = tmp_path / "cut.out"
     cut.write_text("\n".join(text.splitlines()[:800]) + "\n")
-    assert _cli("stats", "parse", str(whole)).returncode == 0
-    r = _cli("stats", "parse", str(cut))
+    assert _main(capsys, "stats", "parse", str(whole)).returncode == 0
+    r = _main(capsys, "stats", "parse", str(cut))
     assert r.returncode == 1 and "FAILED" in r.stderr, r.stderr
-    assert _cli("stats", "parse", str(cut), "--json").returncode == 1
+    assert _main(capsys, "stats", "parse", str(cut), "--json").returncode == 1
     crash = REPO_ROOT / "tests" / "data" / "accelsim" / "selective_scan_fwd_vector_2x_crash.out.xz"
-    assert _cli("stats", "parse", str(crash)).returncode == 1
+    assert _main(capsys, "stats", "parse", str(crash)).returncode == 1
 
 
 # --------------------------------------------------------------------------- the file system

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import sqlite3
 import sys
@@ -40,8 +41,14 @@ def _one_line_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise SweepError(f"job store: {exc}", kw.get("sweep")) from None
             raise s.store.error(exc) from None
         except OSError as exc:
-            where = exc.filename or kw.get("sweep")
-            raise SweepError(exc.strerror or str(exc), where) from None
+            s = click.get_current_context().meta.get("simfront.sweep")
+            # a write to an open file names no file: the sweep folder is where it happened
+            where = exc.filename or (s.directory if s is not None else kw.get("sweep"))
+            msg = exc.strerror or str(exc)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+                msg += ("; finished jobs are kept: free space or fix the folder, then run "
+                        "again")
+            raise SweepError(msg, where) from None
 
     return wrapper
 

@@ -161,6 +161,10 @@ class Sweep:
         self.store.close()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         aside = self.store.path.with_name(f"{STORE_FILE}.damaged-{stamp}")
+        n = 1
+        while aside.exists():  # an earlier one from the same second is kept too
+            n += 1
+            aside = self.store.path.with_name(f"{STORE_FILE}.damaged-{stamp}-{n}")
         for suffix in ("", "-wal", "-shm"):
             src = Path(f"{self.store.path}{suffix}")
             if src.exists():

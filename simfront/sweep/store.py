@@ -155,6 +155,11 @@ class JobStore:
         if is_damage(exc):
             return StoreDamaged(f"job store is damaged ({exc}); 'simfront sweep run' rebuilds "
                                 f"it from the sweep file and the jobs' result files", self.path)
+        name = getattr(exc, "sqlite_errorname", "")
+        if name.startswith(("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN")):
+            return SweepError(f"job store: {exc} (is the disk full, or the folder read-only? "
+                              f"finished jobs are kept: free space or fix the folder, then run "
+                              f"again)", self.path)
         return SweepError(f"job store: {exc}", self.path)
 
     def check(self) -> None:
