@@ -5,14 +5,18 @@ every job's record is in results.h5 exactly once.
 Local: a sweep of >= 500 real jobs of the built-in model (the 40 smallest kernels of the
 shipped H100 sample x 13 SM counts, a few milliseconds of simulation each, so the soak is
 about the sweep's files and not the model's speed). ``simfront sweep run`` is started in its
-own session and, at a random moment (start-up, planning, running, gathering), SIGKILL goes to
-its whole process group: the driver and its workers. Every fifth restart, two finished jobs
-lose their result file (deleted, or a byte changed). After at least 20 kills a last run goes
-to the end.
+own session and SIGKILL goes to its process group at a random moment: a quarter of the
+time 0.1-2 s after the start (start-up, planning, adopting), else 0-1.5 s after its first
+job ran (mid-run; measured from the run log, so the box's load does not move every kill
+into start-up). The local workers are process groups of their own: they outlive the driver,
+finish the job in hand, commit it and exit, and the next driver adopts what they did. Every
+fifth restart, two finished jobs lose their result file (deleted, or a byte changed). After
+at least 20 kills a last run goes to the end.
 
 Slurm (where ``sbatch`` and a node answer; ``.ci/slurm-up`` starts a one-node Slurm): the
-same sweep on the Slurm executor, driver killed likewise and, each time, ``scancel`` of the
-array tasks running then; resumed until done. Skipped, saying so, elsewhere.
+same sweep on the Slurm executor (20 jobs per array task), driver killed likewise (mid-run:
+0-5 s after a job ran) and, each time, ``scancel`` of the array tasks running then; resumed
+until done. Skipped, saying so, elsewhere.
 
 Checked at the end of each: the final run exits 0 with every job done, results.h5 has one
 record per planned job and no other, the job store passes SQLite's integrity check, and the
@@ -69,11 +73,10 @@ def _start(path: Path) -> subprocess.Popen:
                             text=True, start_new_session=True)
 
 
-def _destroy(s: Sweep, rng: random.Random, n: int, hit_ids: list[str]) -> int:
+def _destroy(s: Sweep, rng: random.Random, n: int, hit_ids: list[str]) -> None:
     """Delete, or change a byte of, ``n`` finished jobs' result files (their ids added to
     ``hit_ids``)."""
     done = [r.job_id for r in s.status().itertuples() if r.state == "done"]
-    hit = 0
     for job_id in rng.sample(done, min(n, len(done))):
         path = job_dir(s.directory, job_id) / "result.json"
         if not path.exists():
@@ -85,9 +88,7 @@ def _destroy(s: Sweep, rng: random.Random, n: int, hit_ids: list[str]) -> int:
             i = rng.randrange(len(data))
             data[i] ^= 0x20
             path.write_bytes(bytes(data))
-        hit += 1
         hit_ids.append(job_id)
-    return hit
 
 
 def _running_tasks(user_arrays: list[str]) -> list[str]:
@@ -105,30 +106,38 @@ def soak(tmp: Path, kind: str, kills: int, rng: random.Random) -> dict:
     n_jobs = len(s.plan().jobs)
     t0 = time.perf_counter()
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    n_kills = restarts = destroyed = scancelled = 0
+    n_kills = restarts = scancelled = 0
     moments: collections.Counter = collections.Counter()
     hit_ids: list[str] = []
-    # kill moments: up to ~3 s after a start (start-up and planning take ~2 s here)
-    hi = 4.0 if kind == "local" else 8.0
     while n_kills < kills:
         restarts += 1
         if restarts % 5 == 0 and s.store.path.exists():
-            destroyed += _destroy(s, rng, 2, hit_ids)
+            _destroy(s, rng, 2, hit_ids)
+        runs0 = len(read_runs(s.directory))
         proc = _start(path)
-        time.sleep(rng.uniform(0.3, hi))
+        if rng.random() < 0.25:
+            phase = "start-up"
+            time.sleep(rng.uniform(0.1, 2.0))  # start-up, planning, adopting
+        else:
+            phase = "mid-run"
+            # mid-run: once this driver's jobs run (how long start-up takes depends on the
+            # box's load), a moment up to 1.5 s (local) or 5 s (Slurm) later
+            t_end = time.time() + 60
+            while (len(read_runs(s.directory)) == runs0 and proc.poll() is None
+                   and time.time() < t_end):
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 1.5 if kind == "local" else 5.0))
         if proc.poll() is not None:  # it finished first: the sweep is done; start again
             proc.communicate()
             if s.store.path.exists() and s.store.counts()["done"] == n_jobs:
-                destroyed += _destroy(s, rng, 3, hit_ids)  # something to do for the next one
+                _destroy(s, rng, 3, hit_ids)  # something to do for the next one
             continue
-        done = s.store.counts()["done"] if s.store.path.exists() else 0
-        moments["before any job finished" if done == 0 else
-                "with jobs left" if done < n_jobs else "after the last job"] += 1
+        moments[phase] += 1
         if kind == "slurm":
             arrays = [i for i in s.store.batches().values() if i]
             tasks = _running_tasks(arrays)
             if tasks:
-                subprocess.run(["scancel", "-s", "KILL", *tasks], capture_output=True)
+                subprocess.run(["scancel", *tasks], capture_output=True)
                 scancelled += len(tasks)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
@@ -137,7 +146,8 @@ def soak(tmp: Path, kind: str, kills: int, rng: random.Random) -> dict:
     out, err = final.communicate(timeout=3600)
     wall = time.perf_counter() - t0
     cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if final.returncode != 0 and kind == "slurm":
+    retried = final.returncode != 0 and kind == "slurm"
+    if retried:
         # tasks scancelled twice may have used up a job's attempts: what `retry` is for
         subprocess.run([sys.executable, "-m", "simfront", "sweep", "retry", str(path)],
                        cwd=REPO_ROOT, capture_output=True)
@@ -156,13 +166,15 @@ def soak(tmp: Path, kind: str, kills: int, rng: random.Random) -> dict:
     doubled = [j for j, k in per_job.items() if k != 1]
     runs = collections.Counter(r["job_id"] for r in read_runs(s.directory) if r["ok"])
     return {"kind": kind, "jobs": n_jobs, "kills": n_kills, "restarts": restarts + 1,
-            "moments": dict(moments), "destroyed": destroyed, "scancelled": scancelled,
+            "moments": dict(moments), "destroyed": len(set(hit_ids)), "scancelled": scancelled,
             "done": c["done"], "failed": c["failed"], "records": len(recs),
             "missing": len(missing), "extra": len(extra), "doubled": len(doubled),
             "jobs_ok_in_h5": int(read_jobs(s.results_path).ok.sum()),
-            "integrity": s.store.integrity_ok(),
+            "integrity": s.store.integrity_ok(), "retried": retried,
             "reruns": sum(1 for k in runs.values() if k > 1),
-            "hit_runs": {j: runs[j] for j in hit_ids},
+            "hit_runs": {j: runs[j] for j in sorted(set(hit_ids))},
+            # every job whose result was destroyed ran again (its records are the rerun's)
+            "hit_rerun": all(runs[j] >= 2 for j in set(hit_ids)),
             "backend_runs": sum(runs.values()), "wall_s": wall,
             "cpu_s": (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime),
             "last_line": out.strip().splitlines()[0] if out.strip() else ""}
@@ -210,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.no_write:
         _update_results(results, why, a.seed)
     bad = [r for r in results if r["missing"] or r["doubled"] or r["extra"] or r["failed"]
-           or not r["integrity"] or r["done"] != r["jobs"]]
+           or not r["integrity"] or r["done"] != r["jobs"] or not r["hit_rerun"]]
     return 1 if bad else 0
 
 
@@ -220,11 +232,14 @@ def _update_results(results: list[dict], slurm_skipped: str | None, seed: int) -
              f"Python {platform.python_version()}; one run (seed {seed}) on a shared box.",
              f"- {N_KERNELS} smallest kernels of the H100 sample x 13 SM counts "
              "(60..132): real jobs of the built-in model, one kernel each. `simfront sweep "
-             "run` killed (SIGKILL to its process group: driver and workers) at a random "
-             "moment 0.3-4 s after each start (Slurm: 0.3-8 s, and the array tasks running "
-             "then `scancel`led), resumed; every fifth start, two finished jobs' result.json "
-             "deleted or a byte changed; then one run to the end.", "",
-             "| executor | jobs | SIGKILLs | when | result files destroyed | tasks scancelled "
+             "run` killed (SIGKILL to the driver's process group; local workers, groups of "
+             "their own, finish the job in hand) at a random moment: a quarter 0.1-2 s after "
+             "the start, the rest 0-1.5 s (Slurm: 0-5 s, and the array tasks running then "
+             "`scancel`led) after its first job ran; resumed; every fifth start, two finished "
+             "jobs' result.json deleted or a byte changed; then one run to the end. CPU s: "
+             "the drivers and local workers (Slurm tasks run under slurmd, not counted).", "",
+             "| executor | jobs | SIGKILLs | when | jobs whose result was destroyed "
+             "| tasks scancelled "
              "| final: done / failed | records in results.h5 | missing | doubled | unplanned "
              "| jobs run again | store integrity | wall s | CPU s |",
              "|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|"]
@@ -232,7 +247,8 @@ def _update_results(results: list[dict], slurm_skipped: str | None, seed: int) -
         when = ", ".join(f"{k} {v}" for k, v in sorted(r["moments"].items()))
         lines.append(
             f"| {r['kind']} | {r['jobs']} | {r['kills']} | {when} | {r['destroyed']} | "
-            f"{r['scancelled']} | {r['done']} / {r['failed']} | {r['records']} | "
+            f"{r['scancelled']} | {r['done']} / {r['failed']}"
+            f"{' (after `sweep retry`)' if r['retried'] else ''} | {r['records']} | "
             f"{r['missing']} | {r['doubled']} | {r['extra']} | {r['reruns']} | "
             f"{'ok' if r['integrity'] else 'FAILED'} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} |")
     if slurm_skipped:
@@ -242,9 +258,11 @@ def _update_results(results: list[dict], slurm_skipped: str | None, seed: int) -
     lines += ["", ("Every planned job's record is in results.h5 exactly once after every "
                    "kill and every destroyed result file." if ok else
                    "FAILED: records missing or doubled (see the table)."),
-              "'Jobs run again' are jobs whose backend ran more than once (runs.log): a "
-              "result destroyed on purpose, or a worker killed after its backend returned "
-              "and before its result was committed; their records still count once.", ""]
+              "'Jobs run again' are jobs whose backend ran more than once (runs.log): each "
+              "whose result was destroyed (all of them did: "
+              + ", ".join("yes" if r["hit_rerun"] else "NO" for r in results) + "), and any "
+              "whose worker or array task was killed after its backend returned and before "
+              "its result was committed; their records still count once.", ""]
     update_section(SECTION, "\n".join(lines))
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import lzma
 import os
 import random
@@ -30,7 +29,7 @@ from simfront.errors import SweepError
 from simfront.paths import REPO_ROOT
 from simfront.stats.h5store import read_jobs, read_records
 from simfront.sweep.runner import Sweep
-from simfront.sweep.testing import SAMPLE_TRACES, small_kernel_workloads, write_sweep
+from simfront.sweep.testing import small_kernel_workloads, write_sweep
 from simfront.sweep.worker import job_dir, read_result, read_runs
 from simfront.traces.store import StoredSet, read_manifest
 
@@ -134,7 +133,7 @@ def test_lost_or_damaged_result_files_are_named_requeued_and_rerun(tmp_path):
     assert "empty" in reasons[ids[2]] and "checksum mismatch" in reasons[ids[3]]
     # status tells the truth: those jobs are not done
     r = _cli("sweep", "status", str(path), "--jobs")
-    assert r.returncode == 0 and f"done 1, failed 0" in r.stdout, r.stdout
+    assert r.returncode == 0 and "done 1, failed 0" in r.stdout, r.stdout
     assert all(f"{j}  queued" in r.stdout for j in victims)
 
     # and one lost while no command looked: the resume finds it before it runs the rest
@@ -278,7 +277,8 @@ def test_a_backwards_range_names_its_field(tmp_path, capsys):
     _one_line_error(r, "gpu.axes.sm_count.stop", "runs backwards", "line")
     path = _model_sweep(tmp_path, "back2", n=1, axes={"tensor_vector_ratio": {
         "start": 32, "stop": 2, "factor": 2}})
-    _one_line_error(_main(capsys, "sweep", "plan", str(path)), "tensor_vector_ratio.stop", "backwards")
+    _one_line_error(_main(capsys, "sweep", "plan", str(path)), "tensor_vector_ratio.stop",
+                    "backwards")
 
 
 def test_an_empty_trace_set_and_a_kernel_filter_matching_nothing_fail(tmp_path, capsys):
