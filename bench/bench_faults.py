@@ -262,7 +262,13 @@ def _update_results(results: list[dict], slurm_skipped: str | None, seed: int) -
               "whose result was destroyed (all of them did: "
               + ", ".join("yes" if r["hit_rerun"] else "NO" for r in results) + "), and any "
               "whose worker or array task was killed after its backend returned and before "
-              "its result was committed; their records still count once.", ""]
+              "its result was committed; their records still count once."]
+    if any(r["retried"] for r in results):
+        lines.append("A Slurm task `scancel`led before it started a job counts an attempt for "
+                     "each of its jobs (the executor cannot tell it from a broken environment),"
+                     " so jobs caught three times end failed; `sweep retry` queues them again,"
+                     " and the last run finishes them.")
+    lines.append("")
     update_section(SECTION, "\n".join(lines))
 
 
