@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-import json
 import importlib.util
+import json
 import os
 import runpy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simfront.atomic import write_text
 from simfront.errors import SimfrontError, SweepError
 from simfront.paths import repo_dir, shared_dir
 from simfront.provenance import sha256_file, sha256_json
@@ -172,8 +173,6 @@ def _edited_files(path: Path, manifest: dict[str, Any],
             edited["kernelslist.g"] = sha256_file(listed)
     if cache_file is not None and seen != known:
         try:
-            from simfront.atomic import write_text
-
             write_text(cache_file, json.dumps(seen, sort_keys=True))
         except OSError:
             pass  # only a cache: the next plan hashes again
