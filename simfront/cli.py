@@ -38,7 +38,9 @@ _register()
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        cli.main(args=argv, prog_name="simfront", standalone_mode=False)
+        # Without standalone mode click returns a command's exit status (click.exceptions.Exit,
+        # e.g. `stats parse` of a failed run) instead of exiting with it.
+        status = cli.main(args=argv, prog_name="simfront", standalone_mode=False)
     except SimfrontError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(2)
@@ -50,3 +52,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    if isinstance(status, int) and not isinstance(status, bool) and status != 0:
+        sys.exit(status)

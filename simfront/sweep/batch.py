@@ -28,7 +28,7 @@ from simfront.core.errors import SweepError
 from simfront.core.paths import PACKAGE_DIR
 from simfront.sweep.executor import Executor
 from simfront.sweep.store import Claim, Outcome
-from simfront.sweep.worker import job_dir, read_json, write_job_file
+from simfront.sweep.worker import job_dir, read_json, read_result, write_job_file
 
 
 @dataclass
@@ -173,7 +173,7 @@ class BatchExecutor(Executor):
         outcomes, lost = [], []
         ended: list[_Task] = []
         for job_id, t in list(self._tasks.items()):
-            r = read_json(job_dir(self.sweep_dir, job_id) / "result.json")
+            r, _ = read_result(job_dir(self.sweep_dir, job_id) / "result.json")
             if r is not None and (r.get("ok") or r.get("attempt") == t.attempt):
                 outcomes.append(_outcome(t, r))
                 del self._tasks[job_id]
@@ -225,7 +225,7 @@ class BatchExecutor(Executor):
             if r["executor"] != self.name:
                 continue
             job_id, attempt, ref = r["job_id"], r["attempts"], r["ref"]
-            res = read_json(job_dir(self.sweep_dir, job_id) / "result.json")
+            res, _ = read_result(job_dir(self.sweep_dir, job_id) / "result.json")
             if res is not None and (res.get("ok") or res.get("attempt") == attempt):
                 outcomes.append(_outcome(_Task(job_id, attempt, "", 0, 0), res))
                 continue

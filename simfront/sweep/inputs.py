@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import importlib.util
+import json
 import os
 import runpy
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from simfront.core.provenance import sha256_file, sha256_json
 from simfront.gpu import GPU, VARIANT_PARAMS, config_hash, load_gpu, with_variants
 from simfront.gpu import validate as validate_gpu
 from simfront.sim.backend import check_gpu as check_backends
+from simfront.core.atomic import write_text
 
 _KERNELSLIST = ("kernelslist.g", "kernelslist.g.xz")
 
@@ -70,43 +72,111 @@ class TraceInfo:
     path: Path
     content_hash: str
     n_bytes: int
+    #: files of a registered set that no longer match its manifest (edited since it was
+    #: registered): file -> what they hash to now ("missing" for a file that is gone)
+    edited: tuple[tuple[str, str], ...] = ()
 
 
 _TRACE_CACHE: dict[tuple, TraceInfo] = {}
 
 
-def trace_info(path: Path) -> TraceInfo:
+def trace_info(path: Path, cache_dir: Path | None = None) -> TraceInfo:
     """Content hash and size of a trace set: the hash covers every file (kernelslist and
-    kernel traces), so an edited trace means new job ids. Uses the store's per-kernel hashes
-    when a manifest has them; otherwise hashes the files (cached per size and mtime)."""
+    kernel traces), so an edited trace means new job ids.
+
+    A registered set is named by its manifest's hash, checked against the files: every
+    kernel's decompressed text is hashed again (kept in ``cache_dir`` by file size and
+    modification time, so an unchanged file is hashed once) and a file that no longer
+    matches adds what it hashes to now, so the jobs on an edited set are new jobs. A plain
+    folder hashes its files (cached per size and mtime)."""
     files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
     key = (str(path),) + tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     hit = _TRACE_CACHE.get(key)
     if hit is not None:
         return hit
-    hashes = _manifest_hashes(path)
-    if hashes is None:
+    manifest = _manifest(path)
+    h = manifest.get("set_sha256") if manifest else None
+    edited: dict[str, str] = {}
+    if isinstance(h, str) and h:
+        edited = _edited_files(path, manifest, cache_dir)
+        hashes: dict[str, Any] = {"set_sha256": h}
+        if edited:
+            hashes["edited"] = edited
+    else:
         hashes = {f.name: sha256_file(f) for f in files
                   if f.name.startswith(("kernel", "kernelslist")) or ".traceg" in f.name}
     info = TraceInfo(path=path, content_hash=sha256_json(hashes),
-                     n_bytes=sum(f.stat().st_size for f in files))
+                     n_bytes=sum(f.stat().st_size for f in files),
+                     edited=tuple(sorted(edited.items())))
     _TRACE_CACHE[key] = info
     return info
 
 
-def _manifest_hashes(path: Path) -> dict[str, str] | None:
-    """The set's hash from the store's manifest (hashes of the decompressed kernel texts, so
-    recompressing a set keeps its job ids), when the set is registered."""
+def _manifest(path: Path) -> dict[str, Any] | None:
+    """The store's manifest of a registered set (hashes of the decompressed kernel texts, so
+    recompressing a set keeps its job ids), else None."""
     from simfront.traces.store import MANIFEST_NAMES, read_manifest  # loads numba
 
     if not any((path / n).is_file() for n in MANIFEST_NAMES):
         return None
     try:
-        manifest = read_manifest(path)
+        return read_manifest(path)
     except (SimfrontError, OSError, ValueError):
         return None
-    h = manifest.get("set_sha256")
-    return {"set_sha256": h} if isinstance(h, str) and h else None
+
+
+def _edited_files(path: Path, manifest: dict[str, Any],
+                  cache_dir: Path | None) -> dict[str, str]:
+    """Files of a registered set whose content is not what its manifest says: kernel traces
+    whose text hash differs (or that are gone), and a kernelslist.g that lists other files."""
+    from simfront.traces.kernelslist import KernelRef, parse_kernelslist
+    from simfront.traces.store import kernel_text_hash
+
+    cache_file = (cache_dir / f"{sha256_json(str(path))[:16]}.json") if cache_dir else None
+    known: dict[str, Any] = {}
+    if cache_file is not None:
+        try:
+            known = json.loads(cache_file.read_text())
+        except (OSError, ValueError):
+            known = {}
+        if not isinstance(known, dict):
+            known = {}
+    seen: dict[str, Any] = {}
+    edited: dict[str, str] = {}
+    entries = [k for k in manifest.get("kernels", []) if isinstance(k, dict) and "file" in k]
+    for k in entries:
+        f = path / k["file"]
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            edited[k["file"]] = "missing"
+            continue
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        entry = known.get(k["file"])
+        if isinstance(entry, list) and entry[:3] == stamp and len(entry) == 4:
+            digest = entry[3]
+        else:
+            try:
+                digest = kernel_text_hash(f)[0]
+            except (SimfrontError, OSError) as exc:
+                digest = f"unreadable: {exc}"
+        seen[k["file"]] = stamp + [digest]
+        if digest != k.get("sha256"):
+            edited[k["file"]] = digest
+    listed = path / "kernelslist.g"
+    if listed.is_file():
+        try:
+            refs = [e.file for e in parse_kernelslist(listed) if isinstance(e, KernelRef)]
+        except SimfrontError as exc:
+            refs = [f"unreadable: {exc}"]
+        if refs != [k["file"] for k in entries]:
+            edited["kernelslist.g"] = sha256_file(listed)
+    if cache_file is not None and seen != known:
+        try:
+            write_text(cache_file, json.dumps(seen, sort_keys=True))
+        except OSError:
+            pass  # only a cache: the next plan hashes again
+    return edited
 
 
 _KERNEL_CACHE: dict[tuple, list[tuple[str, str, int]]] = {}
@@ -170,9 +240,13 @@ def build_gpu(base: str, params: dict[str, Any], validate: bool = True,
     then what the ``backends`` refuse (default: every built-in backend's rules, see
     ``simfront.sim.backend.check_gpu``); errors are ConfigErrors, which the caller turns
     into SweepErrors. Bases are loaded once per process (descriptions are frozen)."""
-    gpu = _BASES.get(base)
+    key: Any = base
+    if os.path.isfile(base):  # a description file: an edit makes a new description
+        st = os.stat(base)
+        key = (os.path.abspath(base), st.st_size, st.st_mtime_ns)
+    gpu = _BASES.get(key)
     if gpu is None:
-        gpu = _BASES[base] = load_gpu(base)
+        gpu = _BASES[key] = load_gpu(base)
     if params:
         gpu = with_variants(gpu, **params)
     if validate:

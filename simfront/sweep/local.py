@@ -22,7 +22,7 @@ from typing import Any
 
 from simfront.sweep.executor import Executor
 from simfront.sweep.store import Claim, Outcome
-from simfront.sweep.worker import job_dir, read_json, run_job
+from simfront.sweep.worker import job_dir, read_json, read_result, run_job
 
 
 def machine_cpus() -> int:
@@ -184,7 +184,7 @@ class LocalExecutor(Executor):
                         host=self._host, started_at=started, finished_at=time.time()))
                 continue
             del self._external[job_id]
-            r = read_json(job_dir(self.sweep_dir, job_id) / "result.json")
+            r, _ = read_result(job_dir(self.sweep_dir, job_id) / "result.json")
             if r is not None and (r.get("ok") or r.get("attempt") == attempt):
                 outcomes.append(_outcome(Claim(job_id, attempt, None), r))  # type: ignore[arg-type]
             else:

@@ -90,6 +90,8 @@ class Plan:
     spec: SweepSpec
     jobs: list[JobSpec]
     duplicates: int = 0  # combinations that collapsed onto an existing job id
+    #: what the user should know that is not an error (an edited trace set's new jobs)
+    notes: list[str] = field(default_factory=list)
 
     def estimate(self, measured_s_per_mb: dict[str, float] | None = None) -> "CostEstimate":
         return estimate_cost(self.jobs, self.spec, measured_s_per_mb or {})
@@ -115,12 +117,29 @@ def plan_sweep(spec: SweepSpec) -> Plan:
                          spec.line_of("executor.imports"), "executor.imports") from None
 
     traces = []
-    for w in spec.workloads:
+    notes = []
+    for i, w in enumerate(spec.workloads):
+        key = f"workloads[{i}].traces"
         try:
             path = inputs.resolve_traces(w.traces, base_dir)
         except FileNotFoundError as exc:
             raise SweepError(str(exc), spec.path, w.line, "traces") from None
-        info = inputs.trace_info(path)
+        try:
+            info = inputs.trace_info(path, spec.directory / "inputs")
+            launches = inputs.kernel_files(path)
+        except (SimfrontError, OSError) as exc:
+            raise SweepError(f"cannot read trace set {path}: {exc}", spec.path,
+                             spec.line_of(key) or w.line, key) from None
+        if not launches:
+            raise SweepError(f"trace set {path} has no kernel launches (its kernelslist.g "
+                             f"lists none): nothing to simulate", spec.path,
+                             spec.line_of(key) or w.line, key)
+        if info.edited:
+            shown = ", ".join(f for f, _ in info.edited[:3]) + (
+                f" and {len(info.edited) - 3} more" if len(info.edited) > 3 else "")
+            notes.append(f"trace set {path}: {shown} changed since the set was registered "
+                         f"(no longer what manifest.json says): its jobs are new jobs; "
+                         f"'simfront traces register --overwrite' records the new content")
         n_bytes = info.n_bytes
         if w.kernels:
             try:
@@ -172,7 +191,7 @@ def plan_sweep(spec: SweepSpec) -> Plan:
                                 duplicates=dups,
                                 fallback=fallback.backend if fallback else None,
                                 fallback_after_s=fallback.after_s if fallback else None))
-    return Plan(spec=spec, jobs=jobs, duplicates=duplicates)
+    return Plan(spec=spec, jobs=jobs, duplicates=duplicates, notes=notes)
 
 
 def _units(spec: SweepSpec, w: Any, info: Any, n_bytes: int
@@ -201,6 +220,10 @@ def _gpus(spec: SweepSpec) -> list[tuple[dict[str, Any], GPU, str, str]]:
         inputs.build_gpu(spec.base_gpu, {})
     except SweepError as exc:
         raise SweepError(exc.reason, spec.path, spec.line_of("gpu.base"), "gpu.base") from None
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"GPU description '{spec.base_gpu}' is not a text file (byte "
+                         f"{exc.start} is not UTF-8)", spec.path,
+                         spec.line_of("gpu.base") or spec.line_of("gpu"), "gpu.base") from None
     except (SimfrontError, LookupError, ValueError, TypeError) as exc:
         raise SweepError(f"cannot load GPU '{spec.base_gpu}': {exc}", spec.path,
                          spec.line_of("gpu.base") or spec.line_of("gpu"), "gpu.base") from None

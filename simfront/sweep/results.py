@@ -23,7 +23,7 @@ from simfront.core.provenance import tool_versions
 from simfront.sweep import inputs
 from simfront.sweep.split import kernel_id_of
 from simfront.sweep.store import JobStore
-from simfront.sweep.worker import job_dir, read_json
+from simfront.sweep.worker import job_dir, read_result
 from simfront.traces.multiplicity import count_of, read_multiplicity
 
 RESULTS_FILE = "results.h5"
@@ -43,15 +43,20 @@ def gather(sweep_dir: str | Path, store: JobStore, sweep_name: str,
         if row.state not in ("done", "failed"):
             continue
         spec = specs[row.job_id]
-        result = read_json(job_dir(sweep_dir, row.job_id) / "result.json") or {}
+        result, problem = read_result(job_dir(sweep_dir, row.job_id) / "result.json")
+        result = result or {}
         ok = row.state == "done" and bool(result.get("ok"))
+        reason = row.reason or ""
+        if row.state == "done" and not ok:
+            # Sweep.gather queues such jobs again first; one lost since then says so here
+            reason = f"result.json {problem or 'says the job failed'}"
         recs = result.get("records") or [] if ok else []
         recs = recs + copy_duplicates(recs, spec.duplicates)
         _count_launches(recs, spec.trace_dir)
         records.extend(recs)
         jobs.append({"job_id": row.job_id, "backend": spec.backend,
                      "backend_version": spec.backend_version, "ok": ok,
-                     "reason": row.reason or "", "config": spec.config,
+                     "reason": reason, "config": spec.config,
                      "config_hash": spec.config_hash, "workload": spec.workload,
                      "trace_hash": spec.trace_hash, "wall_s": row.wall_s,
                      "n_kernels": len(recs), "attempts": row.attempts,

@@ -33,8 +33,9 @@ from simfront.sweep.plan import Plan, plan_sweep
 from simfront.sweep.registry import make_executor
 from simfront.sweep.results import RESULTS_FILE, gather
 from simfront.sweep.spec import SweepSpec, load_sweep
-from simfront.sweep.store import JobStore, Outcome
-from simfront.sweep.worker import job_dir, read_json, write_json_atomic
+from simfront.sweep.store import STORE_FILE, JobStore, Outcome, StoreDamaged
+from simfront.core.atomic import file_mode
+from simfront.sweep.worker import job_dir, read_json, read_result, write_json_atomic
 
 SPEC_COPY = "sweep.yaml"
 DRIVER_LOCK = "driver.lock"
@@ -49,6 +50,10 @@ class RunSummary:
     results: Path | None = None
     wall_s: float = 0.0
     sync: dict[str, int] = field(default_factory=dict)
+    #: done jobs whose result file was lost or damaged, queued again: job id -> what was wrong
+    requeued: dict[str, str] = field(default_factory=dict)
+    #: where a damaged job store was moved when it was rebuilt
+    rebuilt_from: Path | None = None
 
     @property
     def complete(self) -> bool:
@@ -78,7 +83,22 @@ class Sweep:
             if meta.exists():
                 spec = replace(spec, path=Path(json.loads(meta.read_text())["sweep_file"]))
             return cls(spec, directory or path)
-        return cls(load_sweep(path), directory)
+        s = cls(load_sweep(path), directory)
+        s._check_owner()
+        return s
+
+    def _check_owner(self) -> None:
+        """Two sweep files of one name would share a directory, and the second would replace
+        the first's results: refuse while the first file is still where it was."""
+        meta = read_json(self.directory / "sweep.json")
+        if not isinstance(meta, dict) or not meta.get("sweep_file"):
+            return
+        owner = Path(meta["sweep_file"])
+        if owner != self.spec.path and owner.is_file():
+            raise SweepError(f"the sweep directory {self.directory} belongs to {owner}, which "
+                             f"has the same name '{self.spec.name}'; give this sweep another "
+                             f"'name:' (or 'dir:')", self.spec.path,
+                             self.spec.line_of("name"), "name")
 
     # ------------------------------------------------------------------ plan
 
@@ -107,9 +127,13 @@ class Sweep:
             gather_results: bool = True) -> RunSummary:
         t0 = time.time()
         with self._driver_lock():
+            rebuilt = self._open_store()
             sync = self.sync()
+            if rebuilt is not None:
+                self._restore_done()
             kind = executor or self.spec.executor.kind
             self.refresh()
+            requeued = self.verify_results()
             others = sorted({r["executor"] for r in self.store.running()} - {kind})
             if others:
                 raise SweepError(f"jobs of this sweep are still running under the "
@@ -122,10 +146,73 @@ class Sweep:
                                self.spec.resources, self.spec.name)
             summary = drive(self.store, ex, progress=progress, wait=wait)
             summary.sync = sync
+            summary.requeued, summary.rebuilt_from = requeued, rebuilt
             if gather_results:
                 summary.results = self.gather()
         summary.wall_s = time.time() - t0
         return summary
+
+    def _open_store(self) -> Path | None:
+        """Check the job store; a damaged one is moved aside (returned) and a new one made,
+        which ``_restore_done`` fills from the jobs' result files."""
+        if not self.store.path.exists():
+            return None
+        try:
+            self.store.check()
+            return None
+        except StoreDamaged:
+            pass
+        self.store.close()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.store.path.with_name(f"{STORE_FILE}.damaged-{stamp}")
+        n = 1
+        while aside.exists():  # an earlier one from the same second is kept too
+            n += 1
+            aside = self.store.path.with_name(f"{STORE_FILE}.damaged-{stamp}-{n}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(f"{self.store.path}{suffix}")
+            if src.exists():
+                os.replace(src, Path(f"{aside}{suffix}"))
+        print(f"warning: {self.store.path} was damaged; moved to {aside.name} and rebuilt from "
+              f"the sweep file and the jobs' result files", file=sys.stderr)
+        return aside
+
+    def _restore_done(self) -> int:
+        """In a rebuilt store, mark done the planned jobs whose result file says ok."""
+        outs = []
+        for j in self.plan().jobs:
+            r, _ = read_result(job_dir(self.directory, j.job_id) / "result.json")
+            if r is not None and r.get("ok"):
+                outs.append(Outcome(j.job_id, int(r.get("attempt") or 1), ok=True,
+                                    exit_code=r.get("exit_code"), host=r.get("host"),
+                                    started_at=r.get("started_at"),
+                                    finished_at=r.get("finished_at"), wall_s=r.get("wall_s")))
+        return self.store.restore_done(outs)
+
+    def verify_results(self) -> dict[str, str]:
+        """Done jobs whose ``result.json`` is missing, torn or damaged hold records nowhere:
+        each is queued again (its file moved aside to ``result.json.damaged``); returns job
+        id -> what was wrong."""
+        if not self.store.path.exists():
+            return {}
+        bad: dict[str, str] = {}
+        for (job_id,) in self.store.conn.execute(
+                "SELECT job_id FROM jobs WHERE state = 'done' AND in_plan = 1").fetchall():
+            path = job_dir(self.directory, job_id) / "result.json"
+            r, problem = read_result(path)
+            if r is not None and not r.get("ok"):
+                problem = "says the job failed, though the store has it done"
+            if problem is None:
+                continue
+            bad[job_id] = problem
+            if path.exists():
+                try:
+                    os.replace(path, path.with_name("result.json.damaged"))
+                except OSError:
+                    pass  # the worker reruns a job whose result does not read as ok anyway
+        if bad:
+            self.store.requeue({j: f"result.json {p}: queued again" for j, p in bad.items()})
+        return bad
 
     def _check_backends(self) -> None:
         """Say now, not once per job, when a backend cannot run here."""
@@ -182,7 +269,7 @@ class Sweep:
             return 0
         outs = []
         for r in self.store.running():
-            res = read_json(job_dir(self.directory, r["job_id"]) / "result.json")
+            res, _ = read_result(job_dir(self.directory, r["job_id"]) / "result.json")
             if res is not None and (res.get("ok") or res.get("attempt") == r["attempts"]):
                 outs.append(Outcome(r["job_id"], r["attempts"], ok=bool(res.get("ok")),
                                     exit_code=res.get("exit_code"), reason=res.get("reason"),
@@ -192,7 +279,19 @@ class Sweep:
         return len(self.store.finish(outs)) if outs else 0
 
     def gather(self, out: str | Path | None = None) -> Path:
-        return gather(self.directory, self.store, self.spec.name, out)
+        """Write results.h5 from the finished jobs' result files (a damaged results.h5 is
+        simply replaced). Raises SweepError, after writing, when finished jobs had lost their
+        result files: they are queued again and the file lacks their records."""
+        bad = self.verify_results()
+        path = gather(self.directory, self.store, self.spec.name, out)
+        os.chmod(path, file_mode())
+        if bad:
+            first = next(iter(bad))
+            raise SweepError(f"{path.name} was written without the records of {len(bad)} "
+                             f"finished job(s) whose result file was lost or damaged "
+                             f"(jobs/{first}/result.json: {bad[first]}); they are queued again:"
+                             f" 'simfront sweep run' reruns them", self.directory)
+        return path
 
     @property
     def results_path(self) -> Path:

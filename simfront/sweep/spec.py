@@ -302,6 +302,11 @@ def _axis_values(ctx: _Ctx, value: Any, key: str, line: int) -> tuple[Any, ...]:
         if ("step" in m) == ("factor" in m):
             raise ctx.err("a range needs exactly one of 'step' or 'factor'", key, line)
         start, stop = m["start"], m["stop"]
+        if stop < start:
+            # a range that runs backwards would give one value (start) and look fine
+            raise ctx.err(f"range runs backwards: 'stop' ({stop}) is below 'start' ({start}); "
+                          f"a range goes up from start to stop", f"{key}.stop",
+                          m.line_of("stop"))
         if "step" in m:
             step = m["step"]
             if not _is_number(step) or step <= 0:

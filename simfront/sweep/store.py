@@ -28,6 +28,19 @@ from simfront.core.errors import SweepError
 from simfront.sweep.plan import JobSpec
 
 STATES = ("queued", "running", "done", "failed")
+STORE_FILE = "jobs.sqlite"
+
+
+class StoreDamaged(SweepError):
+    """The job store's file is not a readable SQLite database (torn, overwritten, corrupted):
+    ``Sweep.rebuild_store`` makes a new one from the sweep file and the jobs' result files."""
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a SQLite error means the file itself is damaged (not busy, not a full disk)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
+        s in str(exc) for s in ("malformed", "not a database"))
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -129,32 +142,72 @@ class JobStore:
     def conn(self) -> sqlite3.Connection:
         # A connection must never cross a fork: a child opens its own.
         if self._conn is None or self._pid != os.getpid():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                raise SweepError(f"job store cannot use WAL mode (got '{mode}'); is the sweep "
-                                 "directory on a network filesystem? Use a local disk.",
-                                 self.path)
-            # WAL + NORMAL: a commit survives a killed process; only power loss can lose the
-            # last commits, and then the worker's result files restore them.
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            self._conn, self._pid = conn, os.getpid()
-            with self._tx(immediate=True):
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        conn.execute(stmt)
-                row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                if row is None:
-                    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
-                                 (str(SCHEMA_VERSION),))
-                elif int(row[0]) > SCHEMA_VERSION:
-                    raise SweepError(f"job store schema {row[0]} is newer than this simfront "
-                                     f"reads ({SCHEMA_VERSION}); upgrade simfront", self.path)
+            try:
+                return self._connect()
+            except sqlite3.DatabaseError as exc:
+                self._conn = None
+                raise self.error(exc) from None
         return self._conn
+
+    def error(self, exc: sqlite3.Error) -> SweepError:
+        """A SQLite error as a one-line SweepError naming the store (StoreDamaged when the
+        file itself is damaged)."""
+        if is_damage(exc):
+            return StoreDamaged(f"job store is damaged ({exc}); 'simfront sweep run' rebuilds "
+                                f"it from the sweep file and the jobs' result files", self.path)
+        name = getattr(exc, "sqlite_errorname", "")
+        if name.startswith(("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN")):
+            return SweepError(f"job store: {exc} (is the disk full, or the folder read-only? "
+                              f"finished jobs are kept: free space or fix the folder, then run "
+                              f"again)", self.path)
+        return SweepError(f"job store: {exc}", self.path)
+
+    def check(self) -> None:
+        """Raise StoreDamaged unless SQLite's quick check passes (pages, indexes, rows)."""
+        try:
+            row = self.conn.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self.error(exc) from None
+        if row is None or row[0] != "ok":
+            raise StoreDamaged(f"job store is damaged (quick_check: {row[0] if row else '?'}); "
+                               f"'simfront sweep run' rebuilds it from the sweep file and the "
+                               f"jobs' result files", self.path)
+
+    def _connect(self) -> sqlite3.Connection:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+        try:
+            return self._setup(conn)
+        except BaseException:
+            conn.close()
+            self._conn = None
+            raise
+
+    def _setup(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise SweepError(f"job store cannot use WAL mode (got '{mode}'); is the sweep "
+                             "directory on a network filesystem? Use a local disk.",
+                             self.path)
+        # WAL + NORMAL: a commit survives a killed process; only power loss can lose the
+        # last commits, and then the worker's result files restore them.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._conn, self._pid = conn, os.getpid()
+        with self._tx(immediate=True):
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
+                             (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise SweepError(f"job store schema {row[0]} is newer than this simfront "
+                                 f"reads ({SCHEMA_VERSION}); upgrade simfront", self.path)
+        return conn
 
     def close(self) -> None:
         if self._conn is not None and self._pid == os.getpid():
@@ -286,6 +339,32 @@ class JobStore:
                     conn.execute("UPDATE attempts SET outcome = 'released', reason = ?,"
                                  " finished_at = ? WHERE job_id = ? AND attempt = ?",
                                  (reason, time.time(), job_id, attempt))
+        return n
+
+    def requeue(self, reasons: dict[str, str]) -> int:
+        """Queue done jobs again with a fresh attempt budget (their result file was lost or
+        damaged, so their records exist nowhere); ``reasons`` maps job id to why."""
+        conn = self.conn
+        n = 0
+        with self._tx():
+            for job_id, reason in reasons.items():
+                n += conn.execute("UPDATE jobs SET state = 'queued', attempts = 0, not_before = 0,"
+                                  " ref = NULL, reason = ? WHERE job_id = ? AND state = 'done'",
+                                  (reason, job_id)).rowcount
+        return n
+
+    def restore_done(self, outcomes: Iterable[Outcome]) -> int:
+        """Mark queued jobs done from result files found on disk (a rebuilt store)."""
+        conn = self.conn
+        n = 0
+        with self._tx():
+            for o in outcomes:
+                n += conn.execute(
+                    "UPDATE jobs SET state = 'done', attempts = ?, exit_code = ?, reason = NULL,"
+                    " host = ?, started_at = ?, finished_at = ?, wall_s = ? WHERE job_id = ?"
+                    " AND state = 'queued'",
+                    (o.attempt, o.exit_code, o.host, o.started_at, o.finished_at, o.wall_s,
+                     o.job_id)).rowcount
         return n
 
     # ------------------------------------------------------------------ batches

@@ -125,3 +125,14 @@ def kernel_workloads(set_name: str = "mamba1_scan_step", n: int = 8) -> list[dic
     files = sorted(f.name for f in d.iterdir() if f.name.startswith("kernel-"))[:n]
     return [{"name": f.split(".")[0], "traces": str(d),
              "kernels": [f]} for f in files]
+
+
+def small_kernel_workloads(n: int = 8, set_name: str = "mamba1_scan_step") -> list[dict]:
+    """``n`` workloads of one kernel each, the sample set's smallest trace files first: on
+    the built-in model each is a few milliseconds (elementwise and random-fill kernels), so
+    real model jobs in the hundreds stay quick."""
+    d = SAMPLE_TRACES / set_name
+    files = sorted((f for f in d.iterdir() if f.name.startswith("kernel-")),
+                   key=lambda f: (f.stat().st_size, f.name))[:n]
+    return [{"name": f.name.split(".")[0], "traces": str(d), "kernels": [f.name]}
+            for f in files]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -28,6 +29,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from simfront.core.atomic import file_mode
 from simfront.gpu import GPU
 from simfront.sim.backend import SimJob, get_backend
 from simfront.sweep import inputs
@@ -45,6 +47,7 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to a temporary file beside ``path``, then rename it over ``path``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, default=_json_default, separators=(",", ":"))
         os.replace(tmp, path)
@@ -76,6 +79,49 @@ def read_json(path: Path) -> Any | None:
         return None  # never produced by an atomic writer; treat as absent
 
 
+#: key of a result file's checksum: the SHA-256 of the rest of the result as canonical JSON
+CHECKSUM = "sha256"
+
+
+def _canonical(result: dict[str, Any]) -> bytes:
+    body = {k: v for k, v in result.items() if k != CHECKSUM}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"),
+                      default=_json_default).encode()
+
+
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    """Commit a job's outcome: its checksum inside, written atomically (the commit point).
+    The checksum lets a reader tell a byte flipped on disk from a real record."""
+    # through JSON once, so the checksum is of what a reader will parse back
+    plain = json.loads(_canonical(result))
+    write_json_atomic(path, {**plain, CHECKSUM: hashlib.sha256(_canonical(plain)).hexdigest()})
+
+
+def read_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A job's ``result.json`` and, when it cannot be used, why: ``(None, "missing")``, or
+    ``(None, "<what is wrong>")`` for a torn, unparsable, damaged or unreadable file.
+    A file without a checksum (written before they were) is taken as it parses."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    if not data:
+        return None, "empty (0 bytes)"
+    try:
+        result = json.loads(data)
+    except ValueError as exc:
+        return None, f"not whole JSON ({len(data)} bytes; {exc.msg} at byte {exc.pos})"
+    if not isinstance(result, dict):
+        return None, "not a JSON object"
+    want = result.get(CHECKSUM)
+    if want is not None and hashlib.sha256(_canonical(result)).hexdigest() != want:
+        return None, "checksum mismatch (the file changed after it was written)"
+    return result, None
+
+
 def write_job_file(sweep_dir: str | Path, spec: JobSpec) -> Path:
     d = job_dir(sweep_dir, spec.job_id)
     path = d / "job.json"
@@ -87,7 +133,7 @@ def write_job_file(sweep_dir: str | Path, spec: JobSpec) -> Path:
 
 def finished_result(sweep_dir: str | Path, job_id: str) -> dict[str, Any] | None:
     """The job's result if it finished ok, else None."""
-    r = read_json(job_dir(sweep_dir, job_id) / "result.json")
+    r, _ = read_result(job_dir(sweep_dir, job_id) / "result.json")
     return r if r is not None and r.get("ok") else None
 
 
@@ -99,7 +145,7 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
     d.mkdir(parents=True, exist_ok=True)
     with open(d / "lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # waits while another attempt of this job runs
-        done = read_json(d / "result.json")
+        done, _ = read_result(d / "result.json")  # a damaged one is rerun, not trusted
         if done is not None and done.get("ok"):
             return _summary(done, reused=True)
         if spec is None:
@@ -114,7 +160,7 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
         result.update(job_id=job_id, attempt=attempt, host=host, pid=pid, started_at=started,
                       finished_at=finished, wall_s=finished - started,
                       exit_code=0 if result["ok"] else 1)
-        write_json_atomic(d / "result.json", result)
+        write_result(d / "result.json", result)
         return _summary(result, reused=False)
 
 

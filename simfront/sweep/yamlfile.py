@@ -74,9 +74,12 @@ def load_yaml(path: str | Path) -> Any:
     """Parse a YAML file into LineDict/LineList/scalars; syntax errors name the line."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")  # not the locale's: YAML is UTF-8
     except OSError as exc:
         raise SweepError(f"cannot read sweep file ({exc.strerror})", path) from None
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"not a text file (byte {exc.start} is not UTF-8): a sweep file is "
+                         f"YAML text", path) from None
     return loads_yaml(text, path)
 
 

@@ -66,3 +66,12 @@ def run_cmd(trace_dir: Path, gpu_spec: str, kernels: tuple[str, ...], backend: s
         click.echo(f"wrote {len(df)} records to {out_csv}", err=True)
     if not res.ok:
         raise SimfrontError(f"job failed: {res.reason}")
+    if not res.records:
+        # an empty answer must not pass for a simulation that ran
+        if kernels:
+            raise SimfrontError(f"--kernel {' --kernel '.join(kernels)} matches no kernel of "
+                                f"{trace_dir} (a trace file name, its stem such as "
+                                f"'kernel-35636', or an fnmatch pattern on the file or the "
+                                f"mangled kernel name)")
+        raise SimfrontError(f"{trace_dir / 'kernelslist.g'} lists no kernel launches: nothing "
+                            f"to simulate")
