@@ -54,7 +54,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_write:
-        update_section(SECTION, text)
+        update_section(SECTION, text, topic="The held-out corpus")
 
 
 if __name__ == "__main__":

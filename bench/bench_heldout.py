@@ -157,7 +157,7 @@ def main() -> None:
     text = render([set_rows(n) for n in names])
     print(text)
     if not args.no_write:
-        update_section(SECTION, text)
+        update_section(SECTION, text, topic="The held-out corpus")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ def main() -> None:
     if not args.no_write:
         fig = plot(points)
         fig.savefig(FIGURE, dpi=110, bbox_inches="tight")
-        update_section(SECTION, text)
+        update_section(SECTION, text, topic="Balance answers")
 
 
 if __name__ == "__main__":
