@@ -73,3 +73,18 @@ def test_a_set_without_ablations_is_named(tmp_path):
     shutil.copytree(TRACES / "ho-m1" / "whatif", tmp_path / "ho-m1" / "whatif")
     with pytest.raises(InputError, match="ablation"):
         compare(tmp_path / "ho-m1")
+
+
+def test_cli_prints_the_ratios_and_the_bound():
+    import json
+
+    from click.testing import CliRunner
+
+    from simfront.analysis.cli import analyze
+
+    res = CliRunner().invoke(analyze, ["ablation", str(TRACES / "ho-hybrid")])
+    assert res.exit_code == 0, res.output
+    assert "_chunk_scan_fwd_kernel" in res.output and "at most 1.00" in res.output
+    res = CliRunner().invoke(analyze, ["ablation", str(TRACES / "ho-hybrid"), "--json"])
+    rows = json.loads(res.output)["ho-hybrid"]
+    assert {r["variant"] for r in rows} == {"exp2", "noexp"} and len(rows) == 8

@@ -182,6 +182,25 @@ def whatif_cmd(trace_sets: tuple[Path, ...], conditions: str | None, cache_dir: 
         click.echo(render_markdown(results, worst))
 
 
+@analyze.command("ablation")
+@click.argument("trace_sets", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def ablation_cmd(trace_sets: tuple[Path, ...], as_json: bool) -> None:
+    """The model's vector-work ablation ratios against the hardware's (each set's ablation/
+    folder, bench/device/ablate.sh), and the hardware's bound on what removing the ablated
+    kernels' exps gives the step."""
+    fits = [ablation_compare(d) for d in trace_sets]
+    if as_json:
+        click.echo(_json_out({f.set_name: f.rows.to_dict("records") for f in fits}))
+        return
+    click.echo(ablation_markdown(fits))
+    for f, d in zip(fits, trace_sets):
+        b = vector_bound(d)
+        click.echo(f"{f.set_name}: mean |error| {f.mape:.1%}, worst {f.worst:.1%}; "
+                   + bound_sentence(b))
+
+
 @analyze.command("lengths")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--condition", default="all", show_default=True,
@@ -268,7 +287,9 @@ from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summa
 from simfront.core.atomic import write_text
 from simfront.core.ncu import read_ncu_csv
 from simfront.analysis import lengths as length_study
-from simfront.analysis.ablation import bound_sentence, sweep_vector_bounds
+from simfront.analysis.ablation import bound_sentence, sweep_vector_bounds, vector_bound
+from simfront.analysis.ablation import compare as ablation_compare
+from simfront.analysis.ablation import render_markdown as ablation_markdown
 
 analyze.add_command(threeway_cmd)
 
