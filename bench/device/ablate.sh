@@ -1,6 +1,6 @@
 #!/bin/bash
 # One device call: vector-work ablation of the SSD kernels of sets of traces/corpus.yaml
-# (docs/workloads.md, "Vector-work ablation"). For each set: one CUPTI timeline of the
+# (docs/ablation.md). For each set: one CUPTI timeline of the
 # unchanged step with TRITON_PRINT_AUTOTUNING=1 (the configs the kernels were tuned to),
 # then for each variant a package copy with the kernels rewritten and pinned to those
 # configs (`simfront workloads ablate`), timed on all SMs and on 64 and traced (the

@@ -65,7 +65,7 @@ def run_cmd(args: tuple[str, ...]) -> None:
                    "PYTHONPATH to run the variant.")
 def ablate_cmd(list_variants, package, kernels, variant, config_from, config_args, out):
     """Copy a package with Triton kernels' vector work changed and their tiling pinned,
-    for a timed and traced run of the variant (docs/workloads.md, "Vector-work ablation")."""
+    for a timed and traced run of the variant (docs/ablation.md)."""
     if list_variants:
         for v in VARIANTS.values():
             click.echo(f"{v.name:6s} {v.description}")
