@@ -70,7 +70,14 @@ def _from_disk(path: Path):
         return None  # absent, torn or from another layout: prepare again
 
 
+#: The largest prepared kernel kept on disk, in bytes of SM 0's rows: one traced block's
+#: rows are far below it; a kernel above it is prepared again in each process.
+MAX_DISK_BYTES = 64 << 20
+
+
 def _to_disk(path: Path, prep) -> None:
+    if sum(a.nbytes for a in prep.cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -196,6 +196,17 @@ class Prepared:
     schedule: str = ""
     #: the L2 started as the previous kernel left it (``carry``), not empty
     warm_l2: bool = False
+    #: a sampled trace's traced blocks (``cols`` holds their rows), repeated in order up to
+    #: ``timed_blocks`` when timed (``sm0_rows``); 0: ``cols`` holds every timed block
+    repeat_from: int = 0
+
+    def sm0_rows(self) -> tuple[dict, np.ndarray]:
+        """SM 0's rows and warp offsets, for ``timed_blocks`` blocks: kept as traced, so a
+        prepared kernel stays the size of its trace (memory, the disk cache)."""
+        if not self.repeat_from:
+            return self.cols, self.warp_off
+        return _repeat_blocks(self.cols, self.warp_off, self.repeat_from,
+                              self.occ.warps_per_block, self.timed_blocks)
 
 
 def cache_key(gpu) -> tuple:
@@ -480,15 +491,15 @@ class _TracePass:
             sm0_blocks = min(sm0_blocks, self.occ.blocks_per_sm)
             cols, warp_off, n_timed_blocks = _first_blocks(cols, warp_off, n_timed_blocks, W,
                                                            sm0_blocks)
+        repeat_from = 0
         if self.sampled and 0 < n_timed_blocks < sm0_blocks:
-            cols, warp_off = _repeat_blocks(cols, warp_off, n_timed_blocks, W, sm0_blocks)
-            n_timed_blocks = sm0_blocks
+            repeat_from, n_timed_blocks = n_timed_blocks, sm0_blocks
         return Prepared(self.ln, self.occ, self.S, self.active, n_blocks_trace, self.n_instr,
                         self.n_thread, self.pipe_counts, self.flops, self.totals, self.table,
                         cols, warp_off, n_timed_blocks, wall_s, cache_key(self.gpu),
                         sample_scale=scale, work_scale=work_scale,
                         persistent=self.persistent, schedule=schedule,
-                        warm_l2=self.carried is not None)
+                        warm_l2=self.carried is not None, repeat_from=repeat_from)
 
 
 def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
@@ -557,10 +568,9 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
         raise ValueError("time_prepared: the GPU differs from the one the kernel was "
                          "prepared with in SM count, occupancy limits or cache geometry")
     table = build_optable(prep.table.opcodes, gpu)
-    cols = prep.cols
+    cols, warp_off = prep.sm0_rows()
     active = prep.active_sms
     n_timed_blocks = prep.timed_blocks
-    warp_off = prep.warp_off
     units, _, _ = pipe_timing(gpu)
     lat = memory_latencies(gpu, params)
     bw = bandwidths(gpu, params)
