@@ -36,7 +36,7 @@ from simfront.traces.store import TraceStore
 
 #: The model's launch and drain cycles, which ncu's elapsed cycles include and Accel-Sim's
 #: do not.
-LAUNCH = DEFAULT_PARAMS.launch_cycles
+LAUNCH = DEFAULT_PARAMS.launch.cycles
 SECTION = "## The tiny steps, whole, through Accel-Sim 1.x (bench/bench_accelsim_steps.py)"
 SWEEP = REPO_ROOT / "experiments" / ".sweeps" / "accelsim_steps"
 #: Lowerings proper: opcodes with no Ampere counterpart, rewritten into other instructions

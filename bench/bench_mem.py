@@ -30,7 +30,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from model_versions import M19_LOADS, M110_L1  # bench/model_versions.py, beside this script
 from results_md import update_section  # bench/results_md.py, beside this script
 
 import numpy as np
@@ -126,7 +125,7 @@ def fit_capacity(rows: pd.DataFrame, l2_bytes: float, gpu) -> float:
 def chase_load(chase: pd.DataFrame, gpu) -> pd.DataFrame:
     """Each chase launch's DRAM load (share of the model's sustainable bandwidth) and
     ncu-timed latency per step."""
-    bw = gpu.dram.bandwidth.bytes_per_s * DEFAULT_PARAMS.dram_efficiency
+    bw = gpu.dram.bandwidth.bytes_per_s * DEFAULT_PARAMS.dram.efficiency
     c = chase.copy()
     c["ns"] = c.ncu_ns / c.steps
     c["load"] = c.dram_read / (c.ncu_ns * 1e-9) / bw
@@ -277,8 +276,8 @@ def traces_table(all_runs, gpu, per_store: float) -> list[str]:
     if not len(t):
         return []
     path = float(port_rates("l2_ports_h100_sms32").set_index("kind").per_sm["store"])
-    opt = model_on_traces(all_runs, gpu, DEFAULT_PARAMS.with_(store_load_ns=per_store,
-                                                             store_sectors_per_clk=path),
+    opt = model_on_traces(all_runs, gpu, DEFAULT_PARAMS.with_(**{"stores.load_ns": per_store,
+                                                               "stores.sectors_per_clk": path}),
                           kinds=("rowsw",)).assign(kind="rowsw_opt")
     t = pd.concat([t, opt], ignore_index=True)
     lines = ["", "### The model on the rows kernel's own traces", "",
@@ -482,7 +481,7 @@ def _repeat_spread(rates_of, stems) -> float:
 
 def repeat_spread() -> float:
     """The first store_shapes run against its repeat, every shape on 132 and 32 SMs."""
-    return _repeat_spread(lambda stem: store_shape_rates(stem, DEFAULT_PARAMS.store_min_sectors),
+    return _repeat_spread(lambda stem: store_shape_rates(stem, DEFAULT_PARAMS.stores.min_sectors),
                           ("store_shapes_h100", "store_shapes_h100_sms32"))
 
 
@@ -491,7 +490,7 @@ def store_path_clk(slots: np.ndarray, sms: np.ndarray, params, gpu) -> np.ndarra
     store path (issue.run_sm: its slots at the path's rate, at least the floor) or the
     whole GPU's slots through the L2's input port (simulate.memory_bounds), the longer."""
     port = l2_side_rates(gpu, params)[0] / sms
-    return np.maximum(np.maximum(params.store_instr_clk, slots / params.store_sectors_per_clk),
+    return np.maximum(np.maximum(params.stores.instr_clk, slots / params.stores.sectors_per_clk),
                       slots / port)
 
 
@@ -501,7 +500,7 @@ def store_shapes_table(gpu) -> list[str]:
     if not all((STORES / f"{s}_ncu.csv").is_file() for s, _ in STORE_RUNS):
         return []
     params = DEFAULT_PARAMS
-    t = {sms: store_shape_rates(stem, params.store_min_sectors) for stem, sms in STORE_RUNS}
+    t = {sms: store_shape_rates(stem, params.stores.min_sectors) for stem, sms in STORE_RUNS}
     fit = fit_store_path(t[32], t[132], gpu)
     lines = ["", "### The shapes of a store (bench/device/store_shapes.cu)", "",
              "`bash bench/device/store_shapes.sh h100 64 32` (2026-11-24, one H100 call, 19 s; "
@@ -509,7 +508,7 @@ def store_shapes_table(gpu) -> list[str]:
              "a 16 MB target that stays in the L2, one store instruction per iteration (its "
              "SASS: one `STG` a line of the loop), on the whole GPU and in green contexts of "
              "64 and 32 SMs. *lines x sectors*: what one warp instruction writes; *slots*: "
-             f"per line its sectors, at least {params.store_min_sectors} "
+             f"per line its sectors, at least {params.stores.min_sectors} "
              "(`store_min_sectors`). Cells: ncu's clocks per store instruction per SM "
              "(`gpc__cycles_elapsed.max` x SMs / `smsp__inst_executed_op_global_st.sum`), "
              "the model's (the longer of an SM's store path, `store_instr_clk` or slots / "
@@ -533,11 +532,11 @@ def store_shapes_table(gpu) -> list[str]:
     lines += ["",
               f"- Fitted (`python bench/bench_mem.py --fit`): on 32 SMs a slot every "
               f"{1 / fit['store_sectors_per_clk']:.2f} clocks (`store_sectors_per_clk` "
-              f"{fit['store_sectors_per_clk']:.2f}; ModelParams {params.store_sectors_per_clk}), "
+              f"{fit['store_sectors_per_clk']:.2f}; ModelParams {params.stores.sectors_per_clk}), "
               f"at least {fit['store_instr_clk']:.1f} clocks an instruction (`store_instr_clk`; "
-              f"{params.store_instr_clk}); on 132 SMs the port takes {fit['port_slots']:.0f} "
+              f"{params.stores.instr_clk}); on 132 SMs the port takes {fit['port_slots']:.0f} "
               f"slots a clock at full, {fit['l2_write_share']:.2f} of the model's L2 bandwidth "
-              f"(`l2_write_share`; {params.l2_write_share}). The model against the H100 over "
+              f"(`l2_write_share`; {params.l2.write_share}). The model against the H100 over "
               f"the 36 cells: mean error {np.mean(errs):.1%}, worst {np.max(errs):.0%}.",
               "- A line of one or two sectors takes the time of two, in an SM's path and in the "
               f"port alike: every lane its own line (`scat`, 32 lines of a sector) takes "
@@ -581,7 +580,7 @@ def model_on_store_traces(gpu, params=DEFAULT_PARAMS) -> pd.DataFrame:
         tdir = STORE_TRACES / f"stores_sms{0 if sms == gpu.sm_count else sms}"
         if not tdir.is_dir():
             continue
-        hw = store_shape_rates(stem, params.store_min_sectors)
+        hw = store_shape_rates(stem, params.stores.min_sectors)
         g = with_variants(gpu, sm_count=sms) if sms != gpu.sm_count else gpu
         kernels = list(TraceSet(tdir).kernels())
         if len(kernels) != len(hw):
@@ -606,30 +605,25 @@ def model_on_store_traces(gpu, params=DEFAULT_PARAMS) -> pd.DataFrame:
 
 
 def store_traces_table(gpu) -> list[str]:
-    """The model on the store shapes' own traces, store path off and on."""
-    # model-1.9's loads, as the table was made: the store path is what it compares
-    on = model_on_store_traces(gpu, MODEL_19_LOADS)
+    """The model on the store shapes' own traces. (Made at model-1.9 with stores at the
+    L1's rate beside each cell: ``git checkout model-1.12``, ``bench/bench_mem.py``.)"""
+    on = model_on_store_traces(gpu, DEFAULT_PARAMS)
     if not len(on):
         return []
-    off = model_on_store_traces(gpu, MODEL_19_LOADS.with_(store_sectors_per_clk=0.0))
     lines = ["", "The model on the shapes' own traces (`KIND=stores bash "
              "bench/device/trace_rows.sh`, one H100 call, 43 s: 8 blocks of every launch, "
              "the grid of 132, 64 and 32 SMs traced on the whole GPU; "
              "`bench/data/device/store_shapes/traces/`) over ncu's time: SM 0's time, and on "
-             "132 SMs the L2 side's bound (its input port) where that is longer; stores at "
-             "the L1's 4 sectors a clock (model-1.8) / the store path and the port "
-             "(model-1.9):", "",
+             "132 SMs the L2 side's bound (its input port) where that is longer:", "",
              "| shape | 132 SMs | 64 SMs | 32 SMs |", "|---|---|---|---|"]
     for shape, g in on.groupby("shape", sort=False):
-        o = off[off["shape"] == shape].set_index("sms")
         g = g.set_index("sms")
         lines.append(f"| {shape} | " + " | ".join(
-            f"{o.store_ratio[s]:.2f} / {g.store_ratio[s]:.2f}" for s in (132, 64, 32)) + " |")
-    err = {lb: float(np.abs(t.store_ratio - 1).mean()) for lb, t in (("off", off), ("on", on))}
+            f"{g.store_ratio[s]:.2f}" for s in (132, 64, 32)) + " |")
+    err = float(np.abs(on.store_ratio - 1).mean())
     whole = on[on.sms == gpu.sm_count]
     rewrites = 8 * gpu.sm_count * 8 * 256 * 128 / (16 << 20)  # w4: the target's lines, times
-    lines += ["", f"- Mean |model / ncu - 1| over the 36 launches: {err['off']:.0%} with "
-              f"stores at the L1's rate, {err['on']:.0%} with the store path and the port. "
+    lines += ["", f"- Mean |model / ncu - 1| over the 36 launches: {err:.0%}. "
               f"The whole kernel's time on 132 SMs is another matter ({whole.ratio.min():.2f}-"
               f"{whole.ratio.max():.2f} of ncu's): its 8 traced blocks write lines the other "
               f"1,048 rewrite (the 16 MB target written about {rewrites:.0f} times over by "
@@ -641,9 +635,6 @@ def store_traces_table(gpu) -> list[str]:
 
 LOADS = REPO_ROOT / "bench" / "data" / "device" / "load_shapes"
 LOAD_TRACES = LOADS / "traces" / "loads_sms32"
-#: model-1.9's load path and model-1.10's model, as the load tables were made
-MODEL_19_LOADS = DEFAULT_PARAMS.with_(**M19_LOADS)
-MODEL_110 = DEFAULT_PARAMS.with_(**M110_L1)
 #: The runs of bench/device/load_shapes.sh: (stem, SMs).
 LOAD_RUNS = (("load_shapes_h100", 132), ("load_shapes_h100_sms64", 64),
              ("load_shapes_h100_sms32", 32))
@@ -695,26 +686,23 @@ def fit_load_path(few: pd.DataFrame, whole: pd.DataFrame, gpu) -> dict[str, floa
 
 def load_path_clk(t: pd.DataFrame, params, gpu) -> np.ndarray:
     """The model's clocks per load instruction where every SM loads all the time from the
-    L2: the L1's lines (a clock each, ``l1_line_cycles``; else its sectors at the banks'
-    rate) but at least ``load_instr_clk``, the SM's share of the L2 (``l2_sm_sectors_per_clk`` at most), and the whole
-    GPU's read sectors and requests through the L2's read side, the longest."""
+    L2: the L1's lines (a clock each) but at least ``l1.load_instr_clk``, the SM's share of
+    the L2 (``l1.miss_sectors_per_clk`` at most), and the whole GPU's read sectors and
+    requests through the L2's read side, the longest."""
     bw = bandwidths(gpu, params)
     sector = gpu.l2.sector.bytes
     banks = gpu.sm.l1.l1_banks
-    l1 = t.lines * (gpu.l2.line.bytes // sector) / banks if params.l1_line_cycles \
-        else t.sectors / banks
+    l1 = t.lines * (gpu.l2.line.bytes // sector) / banks
     share = np.minimum(bw["l2"] / t.sms, bw["l1_sm"]) / sector
     _, rs, rq = l2_side_rates(gpu, params)
-    gpu_side = np.maximum(t.sectors * t.sms / rs if rs else 0.0,
-                          t.lines * t.sms / rq if rq else 0.0)
-    sm_side = np.maximum(np.maximum(l1, params.load_instr_clk), t.sectors / share)
+    gpu_side = np.maximum(t.sectors * t.sms / rs, t.lines * t.sms / rq)
+    sm_side = np.maximum(np.maximum(l1, params.l1.load_instr_clk), t.sectors / share)
     return np.maximum(sm_side, gpu_side).to_numpy(float)
 
 
 def model_on_load_traces(gpu) -> pd.DataFrame:
     """The model on the traced load_shapes launches of the grid of 32 SMs (8 blocks of
-    each): SM 0's clocks per load instruction, model-1.10 and model-1.9's load path, against
-    ncu's."""
+    each): SM 0's clocks per load instruction against ncu's."""
     from simfront.gpu import with_variants
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import TraceSet
@@ -731,22 +719,20 @@ def model_on_load_traces(gpu) -> pd.DataFrame:
     for (_, h), k in zip(hw.iterrows(), kernels):
         if tuple(k.header.grid)[0] != 8 * 32:
             raise ValueError(f"{LOAD_TRACES}: {h['shape']} has grid {k.header.grid}")
-        clk = {}
-        for label, params in (("new", MODEL_110), ("old", MODEL_19_LOADS)):
-            rec = simulate_kernel(k, g, params=params, cache=False)
-            clk[label] = rec["sim_sm_cycles"] * rec["sim_work_scale"] / per_sm
-        out.append({"shape": h["shape"], "hw_clk": h.clk, "model_clk": clk["new"],
-                    "ratio": clk["new"] / h.clk, "ratio_old": clk["old"] / h.clk})
+        rec = simulate_kernel(k, g, cache=False)
+        clk = rec["sim_sm_cycles"] * rec["sim_work_scale"] / per_sm
+        out.append({"shape": h["shape"], "hw_clk": h.clk, "model_clk": clk,
+                    "ratio": clk / h.clk})
     return pd.DataFrame(out)
 
 
 def load_shapes_table(gpu) -> list[str]:
     """Loads of 13 shapes on 132, 64 and 32 SMs: the H100's clocks per instruction per SM
-    against the model's load path, model-1.9's and model-1.10's."""
+    against the model's load path. (Made at model-1.10 with model-1.9's path beside each
+    cell: ``git checkout model-1.12``, ``bench/bench_mem.py``.)"""
     if not all((LOADS / f"{s}_ncu.csv").is_file() for s, _ in LOAD_RUNS):
         return []
     params = DEFAULT_PARAMS
-    old = MODEL_19_LOADS
     t = {sms: load_shape_rates(stem, sms) for stem, sms in LOAD_RUNS}
     fit = fit_load_path(t[32], t[132], gpu)
     lines = ["", "### The shapes of a load (bench/device/load_shapes.cu)", "",
@@ -759,24 +745,21 @@ def load_shapes_table(gpu) -> list[str]:
              f"{max(x.l1_hit.max() for x in t.values()):.3f}); on the whole GPU and in green "
              "contexts of 64 and 32 SMs. *lines x sectors*: what one warp instruction reads. "
              "Cells: ncu's clocks per load instruction per SM (`gpc__cycles_elapsed.max` x "
-             "SMs / `smsp__inst_executed_op_global_ld.sum`) / model-1.9's load path (sectors "
-             "at the L1's 4 a clock, the SM's share of the L2's 160 sectors a clock, at most "
-             "4) / model-1.10's (`load_path_clk`: a clock a line in the L1, at most "
-             f"{params.l2_sm_sectors_per_clk} sectors a clock from the L2 per SM, and the "
+             "SMs / `smsp__inst_executed_op_global_ld.sum`) / the model's load path "
+             "(`load_path_clk`: a clock a line in the L1, at most "
+             f"{params.l1.miss_sectors_per_clk} sectors a clock from the L2 per SM, and the "
              "whole GPU's read sectors and requests through the L2's read side).", "",
              "| shape | lines x sectors | 132 SMs | 64 SMs | 32 SMs |", "|---|---|---|---|---|"]
-    errs = {"old": [], "new": []}
+    errs = []
     for i, r in t[32].iterrows():
         cells = []
         for sms in (132, 64, 32):
             x = t[sms].iloc[[i]]
             hw = float(x.clk.iloc[0])
-            m0 = float(load_path_clk(x, old, gpu)[0])
             m1 = float(load_path_clk(x, params, gpu)[0])
             if r["shape"] not in ("s1", "s2"):
-                errs["old"].append(abs(m0 / hw - 1))
-                errs["new"].append(abs(m1 / hw - 1))
-            cells.append(f"{hw:.1f} / {m0:.1f} / {m1:.1f}")
+                errs.append(abs(m1 / hw - 1))
+            cells.append(f"{hw:.1f} / {m1:.1f}")
         lines.append(f"| {r['shape']} | {r.lines} x {r.sectors_per_line} | "
                      + " | ".join(cells) + " |")
     f = t[32].set_index("shape")
@@ -786,19 +769,17 @@ def load_shapes_table(gpu) -> list[str]:
     lines += ["",
               f"- Fitted (`python bench/bench_mem.py --fit`): on 32 SMs an SM takes "
               f"{fit['l2_sm_sectors_per_clk']:.2f} sectors a clock from the L2 at most "
-              f"(`l2_sm_sectors_per_clk`; ModelParams {params.l2_sm_sectors_per_clk}), at "
+              f"(`l2_sm_sectors_per_clk`; ModelParams {params.l1.miss_sectors_per_clk}), at "
               f"least {fit['load_instr_clk']:.2f} clocks a load instruction (`load_instr_clk`; "
-              f"{params.load_instr_clk}) and "
+              f"{params.l1.load_instr_clk}) and "
               f"{fit['sm_lines_per_clk']:.2f} lines a clock on loads of a sector a line (the "
               "model's L1: one); on 132 SMs the L2's read side takes "
               f"{fit['read_sectors']:.0f} sectors a clock ({fit['l2_read_share']:.2f} of the "
-              f"model's L2 bandwidth, `l2_read_share`; {params.l2_read_share}) and "
+              f"model's L2 bandwidth, `l2_read_share`; {params.l2.read_share}) and "
               f"{fit['read_requests']:.0f} requests, a line each "
               f"({fit['l2_read_request_share']:.2f}, `l2_read_request_share`; "
-              f"{params.l2_read_request_share}). Over the 33 cells of the shapes with every "
-              f"lane active: mean error {np.mean(errs['old']):.0%} (worst "
-              f"{np.max(errs['old']):.0%}) for model-1.9's path, {np.mean(errs['new']):.0%} "
-              f"(worst {np.max(errs['new']):.0%}) for model-1.10's.",
+              f"{params.l2.read_request_share}). Over the 33 cells of the shapes with every "
+              f"lane active: mean error {np.mean(errs):.0%} (worst {np.max(errs):.0%}).",
               f"- A line a clock, hit or miss: a first run of these kernels "
               f"(`load_shapes_h100_walk*`: a sequential walk over 32 MB through the read-only "
               f"path, `LDG.E.CONSTANT`) brought `scat`'s lines back to the L1 on 64 SMs "
@@ -816,8 +797,8 @@ def load_shapes_table(gpu) -> list[str]:
               "- The model on the shapes' own traces (`KIND=loads bash "
               "bench/device/trace_rows.sh`, in the same call: 8 blocks of each launch in the "
               "grid of 32 SMs, `traces/loads_sms32/`), SM 0's clocks a load over ncu's, "
-              "model-1.9 / model-1.10: " + ", ".join(
-                  f"`{r['shape']}` {r.ratio_old:.2f} / {r.ratio:.2f}"
+              "the model: " + ", ".join(
+                  f"`{r['shape']}` {r.ratio:.2f}"
                   for _, r in traced[traced['shape'].str.startswith('scat')].iterrows())
               + ". (The other shapes read lines the model takes from the DRAM: 8 sampled "
               "blocks cannot tell that the grid's loads keep 16 MB in the L2.)",
@@ -842,7 +823,7 @@ def main(argv: list[str] | None = None) -> int:
     l2_h200 = h200.l2.size.bytes
     all_runs = runs()
     params = DEFAULT_PARAMS
-    share = params.l2_private_capacity
+    share = params.l2.private_capacity
     base_ns = memory_latencies(h100, params)["dram"] / h100.clocks.core.hz * 1e9
 
     h100_rows = pd.concat([r for k, (r, _) in all_runs.items()
@@ -851,8 +832,8 @@ def main(argv: list[str] | None = None) -> int:
     fitted_share = fit_capacity(h100_rows, l2_h100, h100)
     chase = chase_load(pd.concat([all_runs["mem_rows_h100"][1],
                                   all_runs["mem_rows_h100_writes"][1]]), h100)
-    fitted_q = fit_queue(chase, params.dram_queue_max_load)
-    fitted_w = fit_write_weight(chase, params.dram_queue_latency, params.dram_queue_max_load)
+    fitted_q = fit_queue(chase, params.dram.queue_max_load)
+    fitted_w = fit_write_weight(chase, params.dram.queue_latency, params.dram.queue_max_load)
     per_store = fit_store_load(chase)
 
     lines = [SECTION, "",
@@ -906,26 +887,26 @@ def main(argv: list[str] | None = None) -> int:
               "or 2 full lines written per step and chain (`ONLY=w bash bench/device/"
               "mem_rows.sh h100`, a third H100 call, 19 s). Reads and writes in TB/s (ncu); "
               "their loads are over the model's sustainable bandwidth "
-              f"({h100.dram.bandwidth.bytes_per_s * params.dram_efficiency / 1e12:.2f} TB/s). "
+              f"({h100.dram.bandwidth.bytes_per_s * params.dram.efficiency / 1e12:.2f} TB/s). "
               "*Wait*: ns per step over the lightest launch's with as many writes (4 warps, one "
               "chain); *model*: `dram_queue_latency` x L / (1 - L), L = read load + "
               "`dram_queue_write_weight` x write load, capped at "
-              f"{params.dram_queue_max_load}.",
+              f"{params.dram.queue_max_load}.",
               "",
               "| writes/step | warps/SM | ILP | ns per step (ncu) | read TB/s | write TB/s | wait ns | model ns |",
               "|---|---|---|---|---|---|---|---|"]
-    model = queue_model(chase, params.dram_queue_latency, params.dram_queue_write_weight,
-                        params.dram_queue_max_load)
+    model = queue_model(chase, params.dram.queue_latency, params.dram.queue_write_weight,
+                        params.dram.queue_max_load)
     for (_, c), m in zip(chase.iterrows(), model):
         lines.append(f"| {int(c.writes)} | {int(c.warps_per_sm)} | {int(c.ilp)} | {c.ns:.0f} | "
                      f"{c.dram_read / c.ncu_ns / 1e3:.2f} | {c.dram_write / c.ncu_ns / 1e3:.2f} | "
                      f"{c.queue_ns:.0f} | {m:.0f} |")
     lines += ["",
-              f"- Fitted on the reads-only chase at loads 0.3-{params.dram_queue_max_load + 0.1:.1f}: "
+              f"- Fitted on the reads-only chase at loads 0.3-{params.dram.queue_max_load + 0.1:.1f}: "
               f"`dram_queue_latency` = {fitted_q:.0f} ns (ModelParams: "
-              f"{params.dram_queue_latency:.0f}); on the chase with writes at read + write loads of "
+              f"{params.dram.queue_latency:.0f}); on the chase with writes at read + write loads of "
               f"0.2-0.75: `dram_queue_write_weight` = {fitted_w:.1f} (ModelParams: "
-              f"{params.dram_queue_write_weight}; shallow: RMS error 220 ns at 2, 208 at 3.3, 210 at 4). Below a "
+              f"{params.dram.queue_write_weight}; shallow: RMS error 220 ns at 2, 208 at 3.3, 210 at 4). Below a "
               "load of 0.3 the step time grows with the loads in flight per SM more than with "
               "the DRAM's load (4 to 16 in flight: 443 to 523 ns at loads of 0.05-0.17), which "
               "the model's issue loop times itself; above the cap the bandwidth bound holds a "
@@ -949,8 +930,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fitted: l2_private_capacity={fitted_share:.3f} dram_queue_latency={fitted_q:.1f} "
               f"dram_queue_write_weight={fitted_w:.1f}")
         if (STORES / "store_shapes_h100_ncu.csv").is_file():
-            fit = fit_store_path(store_shape_rates("store_shapes_h100_sms32", params.store_min_sectors),
-                                 store_shape_rates("store_shapes_h100", params.store_min_sectors), h100)
+            fit = fit_store_path(store_shape_rates("store_shapes_h100_sms32", params.stores.min_sectors),
+                                 store_shape_rates("store_shapes_h100", params.stores.min_sectors), h100)
             print("fitted: " + " ".join(f"{k}={v:.3f}" for k, v in fit.items()))
         if (LOADS / "load_shapes_h100_ncu.csv").is_file():
             fit = fit_load_path(load_shape_rates("load_shapes_h100_sms32", 32),

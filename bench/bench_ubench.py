@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = {v: load_gpu(v) for v in VARIANTS}
     empty_hw = {d.warps_per_sm: float(r["gpc__cycles_elapsed.max"]) for d, r, _ in rows
                 if d.op == "empty"}
-    launch = DEFAULT_PARAMS.launch_cycles
+    launch = DEFAULT_PARAMS.launch.cycles
     table, resp = [], []
     for d, r, k in rows:
         rec, prep = model_run(k, base)

@@ -1,8 +1,14 @@
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The model's record and trace-pass caches go to a folder of this run, not the user's
+# ~/.cache/simfront: tests must not fill or depend on it.
+os.environ.setdefault("SIMFRONT_CACHE", tempfile.mkdtemp(prefix="simfront-test-cache-"))
 
 from simfront.core.paths import REPO_ROOT, shared_dir
 

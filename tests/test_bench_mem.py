@@ -17,6 +17,10 @@ from simfront.sim.model.params import DEFAULT_PARAMS
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 bench_mem = pytest.importorskip("bench_mem")
 
+#: Stores at the L1's 4 sectors a clock, with no floor an instruction: what an SM's stores
+#: would cost without a store path of their own.
+AT_L1_RATE = {"stores.sectors_per_clk": 4.0, "stores.instr_clk": 0.0}
+
 
 @pytest.fixture(scope="module")
 def runs():
@@ -60,7 +64,7 @@ def test_the_l2_share_private_rows_find_is_the_fit_and_holds_on_the_h200(runs):
     import pandas as pd
 
     fitted = bench_mem.fit_capacity(pd.concat(rows), h100.l2.size.bytes, h100)
-    assert fitted == pytest.approx(DEFAULT_PARAMS.l2_private_capacity, abs=0.006)
+    assert fitted == pytest.approx(DEFAULT_PARAMS.l2.private_capacity, abs=0.006)
     # The knee does not move with the SMs a green context leaves out.
     for k in ("mem_rows_h100_sms64", "mem_rows_h100_sms32"):
         a = runs["mem_rows_h100"][0]
@@ -68,7 +72,7 @@ def test_the_l2_share_private_rows_find_is_the_fit_and_holds_on_the_h200(runs):
         assert np.abs(a.miss.to_numpy() - b.miss.to_numpy()).max() < 0.15
     # Held out: the H200's 60 MiB L2, where half the re-reads miss.
     hw_knee = bench_mem.knee(runs["mem_rows_h200"][0])
-    model = bench_mem.model_knee(h200.l2.size.bytes, DEFAULT_PARAMS.l2_private_capacity, h200)
+    model = bench_mem.model_knee(h200.l2.size.bytes, DEFAULT_PARAMS.l2.private_capacity, h200)
     assert model == pytest.approx(hw_knee, abs=2.0)
 
 
@@ -77,7 +81,7 @@ def test_the_models_knee_for_rows_whose_last_pass_writes_is_the_h100s(runs):
     # at 29-30 MB on the H100 (all SMs, 64 SMs), not 40; the model, counting the kernel's
     # 4/3 bytes moved per byte read in the reuse distance, puts its knee there too.
     h100 = load_gpu("h100")
-    share = DEFAULT_PARAMS.l2_private_capacity
+    share = DEFAULT_PARAMS.l2.private_capacity
     reads = bench_mem.knee(runs["mem_rows_h100"][0])
     model = bench_mem.model_knee(h100.l2.size.bytes, share / bench_mem.ROWSW_TRAFFIC, h100)
     for k in ("mem_rows_h100_rowsw0", "mem_rows_h100_rowsw64"):
@@ -94,11 +98,11 @@ def test_the_dram_queue_constants_are_the_fit_of_the_chase(runs):
     h100 = load_gpu("h100")
     chase = bench_mem.chase_load(pd.concat([runs["mem_rows_h100"][1],
                                             runs["mem_rows_h100_writes"][1]]), h100)
-    cap = DEFAULT_PARAMS.dram_queue_max_load
+    cap = DEFAULT_PARAMS.dram.queue_max_load
     q = bench_mem.fit_queue(chase, cap)
-    assert q == pytest.approx(DEFAULT_PARAMS.dram_queue_latency, abs=1.0)
-    w = bench_mem.fit_write_weight(chase, DEFAULT_PARAMS.dram_queue_latency, cap)
-    assert w == pytest.approx(DEFAULT_PARAMS.dram_queue_write_weight, abs=0.051)
+    assert q == pytest.approx(DEFAULT_PARAMS.dram.queue_latency, abs=1.0)
+    w = bench_mem.fit_write_weight(chase, DEFAULT_PARAMS.dram.queue_latency, cap)
+    assert w == pytest.approx(DEFAULT_PARAMS.dram.queue_write_weight, abs=0.051)
     # latency rises with load: the most loaded launch waits 3x the least loaded one
     reads = chase[chase.writes == 0].sort_values("load")
     assert reads.ns.iloc[-1] > 3 * reads.ns.iloc[0]
@@ -139,10 +143,10 @@ def test_what_a_store_costs_the_next_load_is_the_fit_of_the_chase(runs):
     assert bench_mem.fit_store_load(chase) == pytest.approx(157, abs=1.5)
     # With it, a warp's loads after its stores wait longer: the rows whose last pass writes,
     # on 64 SMs at 8 MB, take longer in the model; rows that only read do not move (their
-    # one store per block, and the predicated-off ones, do not precede a load). Without the
-    # store path (model-1.9), whose queue already holds those loads back.
-    off = DEFAULT_PARAMS.with_(store_sectors_per_clk=0.0)
-    on = off.with_(store_load_ns=157.0)
+    # one store per block, and the predicated-off ones, do not precede a load). With stores
+    # at the L1's 4 sectors a clock: the store path's queue already holds those loads back.
+    off = DEFAULT_PARAMS.with_(**AT_L1_RATE)
+    on = off.with_(**{"stores.load_ns": 157.0})
     keep = lambda w: round(w) == 8  # noqa: E731
     base = bench_mem.model_on_traces(runs, h100, off, keep=keep).set_index(["kind", "sms"])
     opt = bench_mem.model_on_traces(runs, h100, on, keep=keep).set_index(["kind", "sms"])
@@ -172,11 +176,11 @@ def test_an_sms_store_path_limits_stores_on_fewer_sms():
 
 
 def test_the_store_path_slows_the_rows_that_write_on_64_sms(runs):
-    # model-1.9's store path against stores at the L1's rate: the rows whose last pass
-    # writes take longer on 64 SMs, toward the H100's time; the rows that only read do not.
+    # The store path against stores at the L1's rate: the rows whose last pass writes take
+    # longer on 64 SMs, toward the H100's time; the rows that only read do not.
     h100 = load_gpu("h100")
     keep = lambda w: round(w) == 8  # noqa: E731
-    off = DEFAULT_PARAMS.with_(store_sectors_per_clk=0.0)
+    off = DEFAULT_PARAMS.with_(**AT_L1_RATE)
     base = bench_mem.model_on_traces(runs, h100, off, keep=keep).set_index(["kind", "sms"])
     on = bench_mem.model_on_traces(runs, h100, keep=keep).set_index(["kind", "sms"])
     assert on.model_us[("rowsw", 64)] > 1.1 * base.model_us[("rowsw", 64)]
@@ -184,23 +188,26 @@ def test_the_store_path_slows_the_rows_that_write_on_64_sms(runs):
     assert on.model_us[("rows", 64)] == pytest.approx(base.model_us[("rows", 64)], rel=0.02)
 
 
-def _assert_the_params(fit: dict, **tolerance: float) -> None:
-    """Each fitted constant within its tolerance of the one the model uses."""
-    for name, tol in tolerance.items():
-        assert fit[name] == pytest.approx(getattr(DEFAULT_PARAMS, name), abs=tol), name
+def _assert_the_params(fit: dict, tolerance: dict[str, tuple[str, float]]) -> None:
+    """Each fitted constant (the fit's name: the model's setting, tolerance) within its
+    tolerance of the one the model uses."""
+    now = DEFAULT_PARAMS.as_dict()
+    for name, (setting, tol) in tolerance.items():
+        assert fit[name] == pytest.approx(now[setting], abs=tol), name
 
 
 @pytest.fixture(scope="module")
 def shapes():
-    return {sms: bench_mem.store_shape_rates(stem, DEFAULT_PARAMS.store_min_sectors)
+    return {sms: bench_mem.store_shape_rates(stem, DEFAULT_PARAMS.stores.min_sectors)
             for stem, sms in bench_mem.STORE_RUNS}
 
 
 def test_the_store_path_constants_are_the_fit_of_the_store_shapes(shapes):
     h100 = load_gpu("h100")
     fit = bench_mem.fit_store_path(shapes[32], shapes[132], h100)
-    _assert_the_params(fit, store_sectors_per_clk=0.01, store_instr_clk=0.1,
-                       l2_write_share=0.01)
+    _assert_the_params(fit, {"store_sectors_per_clk": ("stores.sectors_per_clk", 0.01),
+                             "store_instr_clk": ("stores.instr_clk", 0.1),
+                             "l2_write_share": ("l2.write_share", 0.01)})
     # the port in slots is one rate over every shape that fills it; in sectors it is not
     w = shapes[132]
     full = w[w.port >= 85]
@@ -244,12 +251,10 @@ def test_the_model_times_the_store_shapes_own_traces_as_the_h100(shapes):
     assert (on.hw_clk.to_numpy() == pd.concat([shapes[s] for s in (132, 64, 32)]).clk.to_numpy()).all()
     assert float(np.abs(on.store_ratio - 1).mean()) < 0.12
     assert on.store_ratio.between(0.75, 1.35).all()
-    # stores at the L1's rate: scattered lanes and vector lanes many times too fast
-    # (model-1.9's loads: model-1.10's line a clock slows scat's address loop too)
-    off = bench_mem.model_on_store_traces(
-        h100, bench_mem.MODEL_19_LOADS.with_(store_sectors_per_clk=0.0))
+    # stores at the L1's rate: scattered lanes four times too fast, vector lanes twice
+    off = bench_mem.model_on_store_traces(h100, DEFAULT_PARAMS.with_(**AT_L1_RATE))
     few = off[off.sms == 32].set_index("shape")
-    assert few.store_ratio["scat"] < 0.3 and few.store_ratio["w16"] < 0.4
+    assert few.store_ratio["scat"] < 0.3 and few.store_ratio["w16"] < 0.55
 
 
 def test_the_store_shapes_repeat_in_another_device_call():
@@ -265,8 +270,10 @@ def loads():
 def test_the_load_path_constants_are_the_fit_of_the_load_shapes(loads):
     h100 = load_gpu("h100")
     fit = bench_mem.fit_load_path(loads[32], loads[132], h100)
-    _assert_the_params(fit, l2_sm_sectors_per_clk=0.02, load_instr_clk=0.05,
-                       l2_read_share=0.01, l2_read_request_share=0.01)
+    _assert_the_params(fit, {"l2_sm_sectors_per_clk": ("l1.miss_sectors_per_clk", 0.02),
+                             "load_instr_clk": ("l1.load_instr_clk", 0.05),
+                             "l2_read_share": ("l2.read_share", 0.01),
+                             "l2_read_request_share": ("l2.read_request_share", 0.01)})
     # the L1 holds none of the target's lines, the L2 most of them
     for t in loads.values():
         assert t.l1_hit.max() < 0.02
@@ -291,8 +298,7 @@ def test_the_models_load_path_follows_the_h100_on_every_shape_and_sm_count(loads
         full = t[t.lanes == 32]
         hw = full.clk.to_numpy()
         errs += list(np.abs(bench_mem.load_path_clk(full, DEFAULT_PARAMS, h100) / hw - 1))
-        errs_old += list(np.abs(bench_mem.load_path_clk(full, bench_mem.MODEL_19_LOADS, h100)
-                                / hw - 1))
+        errs_old += list(np.abs(full.sectors.to_numpy(float) / h100.sm.l1.l1_banks / hw - 1))
     assert len(errs) == 33
     assert np.mean(errs) < 0.08 and np.max(errs) < 0.2
     assert np.mean(errs_old) > 0.4  # sectors at the L1's rate: scattered loads 4x too fast
@@ -304,7 +310,6 @@ def test_the_model_times_the_scattered_loads_own_traces_as_the_h100():
     assert len(on) == 13
     scat = on[on.index.str.startswith("scat")]
     assert scat.ratio.between(0.9, 1.1).all()
-    assert on.ratio_old["scat"] < 0.3
 
 
 def test_the_load_shapes_repeat_in_another_device_call():

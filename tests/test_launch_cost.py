@@ -60,10 +60,10 @@ def test_the_model_gives_a_gpu_its_own_front_end(scan_step):
     a = simulate_kernel(kernel, memory_only)
     b = simulate_kernel(kernel, h200)
     clk = h200.clocks.core.hz
-    shift = (h200.empty_kernel_ns - DEFAULT_PARAMS.empty_kernel_ref_ns) * 1e-9 * clk
+    shift = (h200.empty_kernel_ns - DEFAULT_PARAMS.launch.empty_kernel_ref_ns) * 1e-9 * clk
     assert shift == pytest.approx(-633.6)
-    assert a["sim_launch_cycles"] == DEFAULT_PARAMS.launch_cycles
-    assert b["sim_launch_cycles"] == pytest.approx(DEFAULT_PARAMS.launch_cycles + shift)
+    assert a["sim_launch_cycles"] == DEFAULT_PARAMS.launch.cycles
+    assert b["sim_launch_cycles"] == pytest.approx(DEFAULT_PARAMS.launch.cycles + shift)
     assert b["cycles"] - a["cycles"] == pytest.approx(shift)
     assert b["sim_active_cycles"] == a["sim_active_cycles"]
 

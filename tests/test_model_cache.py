@@ -9,7 +9,8 @@ import pytest
 
 def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int, totals_len: int | None = None):
     """Every lane of a warp loads 4 bytes; the warps sweep n_lines 128-byte lines twice."""
-    from simfront.sim.model.cache import (HASH_MIX, N_TOTALS, CacheState, new_line_owners,
+    from simfront.sim.model.cache import (HASH_MIX, N_TOTALS, CacheState, MemConfig, MemOut,
+                                          MemRows, l1_sim, l2_sim, new_line_owners,
                                           simulate_memory)
     from simfront.sim.model.decode import K_LOAD_GLOBAL
 
@@ -23,18 +24,16 @@ def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int, totals_len: int | No
     off = np.arange(n + 1, dtype=np.int64) * 32
     l1 = CacheState.make(4, 4, 8, 0)
     l2 = CacheState.make(1, l2_sets, l2_ways, HASH_MIX)
-    fill = np.full(l2.tags.shape, -1, np.int64)
     outs = [np.zeros(n, np.int32) for _ in range(5)]
     tot = np.zeros(N_TOTALS if totals_len is None else totals_len, np.int64)
     # one warp per block, one warp resident per cache: reuse distances are as traced
-    simulate_memory(kind, tb, np.zeros(n, np.int64), np.full(n, -1, np.int64), width, off,
-                    addrs, np.arange(n, dtype=np.int64) % 4, l1.tags, l1.valid, l1.dirty,
-                    l1.stamp, l1.clock, l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock,
-                    l2.hash_kind, fill, new_line_owners(), 0, 1, 1, 1, 1,
-                    np.full(l2.tags.shape, -1, np.int64),
-                    np.zeros(l2.tags.shape, np.int64), np.zeros(1, np.int64), 1.0, 1.0, new_line_owners(), np.zeros(l1.tags.shape, np.int64),
-                    np.zeros(4, np.int64), np.zeros((0, 1, 1), np.int64), False, 5, 7, 32,
-                    *outs, tot)
+    rows = MemRows(kind, tb, np.zeros(n, np.int64), width, off, addrs,
+                   np.arange(n, dtype=np.int64) % 4)
+    cfg = MemConfig(l2_hash=l2.hash_kind, l2_start=0, wave_blocks=1, warps_per_block=1,
+                    l1_co_warps=1, l2_co_warps=1, l2_capacity_share=1.0, l2_traffic_scale=1.0,
+                    sector_shift=5, line_shift=7, shared_banks=32)
+    simulate_memory(rows, l1_sim(l1), l2_sim(l2), new_line_owners(), new_line_owners(), cfg,
+                    MemOut(*outs, tot))
     return tot, outs[0]
 
 

@@ -2,10 +2,9 @@
 ncu profiles (issue 12's worst misses): a sampled grid's untraced blocks write back what does
 not fit the L2, cold as well as warm (``carry.untraced_writeback``), the L2 keeps only its
 dirty share (``carry.limit_dirty``), the warps resident on an SM crowd each other's lines
-out of its L1 (``cache.mark_l1_owners``; model-1.5), the warps resident at once crowd each
-block's private lines out of the L2 (``ModelParams.private_reuse``, ``cache._private_reuse``;
-on since model-1.7), and a kernel's own DRAM traffic lengthens the DRAM latency it waits on
-(``simulate.dram_load_latency``; model-1.7)."""
+out of its L1 (``cache.mark_l1_owners``), the warps resident at once crowd each block's
+private lines out of the L2 (``cache._private_reuse``), and a kernel's own DRAM traffic
+lengthens the DRAM latency it waits on (``simulate.dram_load_latency``)."""
 
 from __future__ import annotations
 
@@ -58,32 +57,28 @@ def test_resident_rows_that_do_not_fit_the_l2_are_read_again_from_dram(h100, ncu
     # sum, write). 264 resident blocks hold 53 MB of rows, more than the 40 MB of the L2
     # such reuse finds on the H100 (bench/bench_mem.py), so the re-reads go to DRAM: ncu
     # reads 2.7 rows' worth. Run warp after warp, the traced blocks alone would re-read
-    # their row from the L2 (and the L1), as the model did before model-1.7.
+    # their row from the L2 (and the L1).
     sm = TraceSet(PAPER).kernel("kernel-53422")
     row_bytes = 50280 * 4 * 8192
     hw = float(ncu_rows["kernel-53422"]["dram_read_bytes"])
     assert hw / row_bytes > 2.5
-    off = simulate_kernel(sm, h100, params=DEFAULT_PARAMS.with_(private_reuse=False),
-                          cache=False)
-    assert off["dram_read_bytes"] / row_bytes < 1.1
-    rec = simulate_kernel(sm, h100, cache=False)  # the default since model-1.7
+    rec = simulate_kernel(sm, h100, cache=False)
     assert rec["dram_read_bytes"] / row_bytes > 2.2
     assert rec["dram_read_bytes"] == pytest.approx(hw, rel=0.2)
     # and the kernel's time follows its bytes: DRAM-bound at about ncu's cycles
     cycles = float(ncu_rows["kernel-53422"]["cycles"])
-    assert off["cycles"] < 0.6 * cycles
     assert rec["cycles"] == pytest.approx(cycles, rel=0.15)
     # In an L2 four times as large the resident rows fit, and are read once.
     big = simulate_kernel(sm, with_variants(h100, l2_size="200 MiB"), cache=False)
     assert big["dram_read_bytes"] / row_bytes < 1.2
     # Seen at its whole size (l2_private_capacity 1), the H100's L2 would keep more rows.
-    whole = simulate_kernel(sm, h100, params=DEFAULT_PARAMS.with_(l2_private_capacity=1.0),
+    whole = simulate_kernel(sm, h100, params=DEFAULT_PARAMS.with_(**{"l2.private_capacity": 1.0}),
                             cache=False)
     assert whole["dram_read_bytes"] < rec["dram_read_bytes"]
     # The L1 keeps the lines two warps' slices share (judged per warp): the rest of the gap.
     # Judged per block (an option, off: it slows the tiny sets' cutlass GEMMs further),
     # the re-reads miss in the L1 too and the logits are read as often as ncu counts.
-    by_block = simulate_kernel(sm, h100, params=DEFAULT_PARAMS.with_(l1_crowding_by_block=True),
+    by_block = simulate_kernel(sm, h100, params=DEFAULT_PARAMS.with_(**{"l1.crowding_by_block": True}),
                                cache=False)
     assert by_block["dram_read_bytes"] > rec["dram_read_bytes"]
     assert by_block["dram_read_bytes"] == pytest.approx(hw, rel=0.1)
@@ -99,7 +94,7 @@ def test_a_latency_bound_kernel_waits_longer_under_its_own_dram_load(h100):
     pairs, _ = pair_launches(box, read_ncu(box / "ncu.csv"))
     rows = {p.kernel.path.name.split(".")[0]: p for p in pairs}
     cast, stream = rows["kernel-222893"], rows["kernel-222901"]
-    unloaded = DEFAULT_PARAMS.with_(dram_queue_latency=0.0)
+    unloaded = DEFAULT_PARAMS.with_(**{"dram.queue_latency": 0.0})
     for p in (cast, stream):
         assert p.row["short_name"].endswith("elementwise_kernel")
     hw = float(cast.row["cycles"])
@@ -122,10 +117,10 @@ def test_the_dram_wait_grows_with_load_up_to_its_cap(h100):
 
     base = memory_latencies(h100, DEFAULT_PARAMS)["dram"]
     ns = h100.clocks.core.hz / 1e9
-    q = DEFAULT_PARAMS.dram_queue_latency
+    q = DEFAULT_PARAMS.dram.queue_latency
     assert dram_load_latency(base, 0.0, h100, DEFAULT_PARAMS) == base
     assert dram_load_latency(base, 0.5, h100, DEFAULT_PARAMS) == pytest.approx(base + q * ns)
-    cap = DEFAULT_PARAMS.dram_queue_max_load
+    cap = DEFAULT_PARAMS.dram.queue_max_load
     top = base + q * ns * cap / (1 - cap)
     assert dram_load_latency(base, 0.99, h100, DEFAULT_PARAMS) == pytest.approx(top)
     assert dram_load_latency(base, 5.0, h100, DEFAULT_PARAMS) == pytest.approx(top)
@@ -136,7 +131,8 @@ def _stream(n_warps: int, lines_per_warp: int, co_warps: int, shared: bool,
     """Each warp loads its lines (or, ``shared``, the same lines) twice, warp after warp;
     one block per warp, all on SM 0; ``traffic``: the kernel's bytes moved per byte read.
     Returns the L2 totals and per-row levels."""
-    from simfront.sim.model.cache import (HASH_MIX, N_TOTALS, CacheState, mark_line_owners,
+    from simfront.sim.model.cache import (HASH_MIX, N_TOTALS, CacheState, MemConfig, MemOut,
+                                          MemRows, l1_sim, l2_sim, mark_line_owners,
                                           new_line_owners, simulate_memory)
     from simfront.sim.model.decode import K_LOAD_GLOBAL
 
@@ -154,20 +150,16 @@ def _stream(n_warps: int, lines_per_warp: int, co_warps: int, shared: bool,
     addrs = addrs.astype(np.int64)
     l1 = CacheState.make(1, 1, 1, 0)             # an L1 of one line: everything reaches the L2
     l2 = CacheState.make(1, 64, 16, HASH_MIX)    # 1024 lines
-    fill = np.full(l2.tags.shape, -1, np.int64)
     owners = new_line_owners()
     mark_line_owners(kind, tb, warp, width, off, addrs, 1, 7, owners)
     outs = [np.zeros(n, np.int32) for _ in range(5)]
     tot = np.zeros(N_TOTALS, np.int64)
-    simulate_memory(kind, tb, warp, np.full(n, -1, np.int64), width, off, addrs,
-                    np.zeros(n_warps, np.int64), l1.tags, l1.valid, l1.dirty, l1.stamp,
-                    l1.clock, l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock,
-                    l2.hash_kind, fill, owners, 0, 1 << 30, 1, 1, co_warps,
-                    np.full(l2.tags.shape, -1, np.int64),
-                    np.zeros(l2.tags.shape, np.int64), np.zeros(1, np.int64), 1.0, traffic,
-                    new_line_owners(),
-                    np.zeros(l1.tags.shape, np.int64), np.zeros(1, np.int64), np.zeros((0, 1, 1), np.int64), False, 5, 7,
-                    32, *outs, tot)
+    rows = MemRows(kind, tb, warp, width, off, addrs, np.zeros(n_warps, np.int64))
+    cfg = MemConfig(l2_hash=l2.hash_kind, l2_start=0, wave_blocks=1 << 30, warps_per_block=1,
+                    l1_co_warps=1, l2_co_warps=co_warps, l2_capacity_share=1.0,
+                    l2_traffic_scale=traffic, sector_shift=5, line_shift=7, shared_banks=32)
+    simulate_memory(rows, l1_sim(l1), l2_sim(l2), owners, new_line_owners(), cfg,
+                    MemOut(*outs, tot))
     return tot, outs[0]
 
 
@@ -238,10 +230,6 @@ def test_the_softmaxs_what_if_counts_the_others_output(h100):
 
     for label in gpus:
         assert ratio(label) == pytest.approx(hw[label], abs=0.06)
-    # Without the others' output the rows nearly fit on 96 SMs, and the model's softmax
-    # runs faster there than on 132 SMs (0.84 in model-1.7), where the H100 takes as long.
-    blind = ratio("h100-sms96", DEFAULT_PARAMS.with_(private_reuse_counts_writes=False))
-    assert blind < hw["h100-sms96"] - 0.1
 
 
 def test_the_l2_keeps_only_its_dirty_share_at_a_kernels_end():
@@ -278,20 +266,13 @@ def test_a_transposing_copy_misses_in_the_l1_as_on_the_h100(h100, ncu_rows):
     k = TraceSet(PAPER).kernel("kernel-53387")
     hw = ncu_rows["kernel-53387"]
     assert float(hw["l1_hit_rate"]) < 0.2
-    # the L1 at 4 sectors a clock, and all 256 KB of it (model-1.10's carve-out rule)
-    sectors = DEFAULT_PARAMS.with_(l1_line_cycles=False, l1_carveout_headroom=0.0)
-    before = simulate_kernel(k, h100, params=sectors.with_(l1_crowding=False), cache=False)
-    crowded = simulate_kernel(k, h100, params=sectors, cache=False)
-    assert before["l1_hit_rate"] > 0.65
-    assert crowded["l1_hit_rate"] < 0.45
-    assert crowded["l2_hit_rate"] == pytest.approx(float(hw["l2_hit_rate"]), abs=0.05)
-    # crowding brings it nearer the H100's 20,000 cycles, the L1's line a clock (on since
-    # model-1.10, measured by bench/device/load_shapes.cu) nearer still
-    assert before["cycles"] < crowded["cycles"] < float(hw["cycles"])
-    lines = simulate_kernel(k, h100, params=DEFAULT_PARAMS.with_(l1_carveout_headroom=0.0),
+    # all 256 KB of the L1 (no carve-out): the resident warps' crowding alone
+    lines = simulate_kernel(k, h100, params=DEFAULT_PARAMS.with_(**{"l1.carveout_headroom": 0.0}),
                             cache=False)
-    assert crowded["cycles"] < lines["cycles"]
-    # model-1.11: the driver carves 32 KB out for this kernel (ncu), and in the 224 KB left
+    assert lines["l1_hit_rate"] < 0.45
+    assert lines["l2_hit_rate"] == pytest.approx(float(hw["l2_hit_rate"]), abs=0.05)
+    assert lines["cycles"] < float(hw["cycles"])
+    # the driver carves 32 KB out for this kernel (ncu), and in the 224 KB left
     # the L1 keeps what the H100 keeps; every line it misses costs the L2's read side a
     # request, which is what bounds it
     now = simulate_kernel(k, h100, cache=False)
@@ -300,11 +281,12 @@ def test_a_transposing_copy_misses_in_the_l1_as_on_the_h100(h100, ncu_rows):
     assert 0.75 * float(hw["cycles"]) < now["cycles"] < float(hw["cycles"])
 
 
-def _l1_rereads(co_warps: int, second_warp_same_lines: bool, line_cycles: bool = False):
+def _l1_rereads(co_warps: int, second_warp_same_lines: bool):
     """Two warps of one block on SM 0, each loading 32 lines (one 4-byte lane a line, 4 KB
     apart) four times, the second warp its own lines or, ``second_warp_same_lines``, the
     first warp's. Returns the L1 totals and the per-row sector slots."""
-    from simfront.sim.model.cache import (N_TOTALS, CacheState, mark_l1_owners, new_line_owners,
+    from simfront.sim.model.cache import (N_TOTALS, CacheState, MemConfig, MemOut, MemRows,
+                                          l1_sim, l2_sim, mark_l1_owners, new_line_owners,
                                           simulate_memory)
     from simfront.sim.model.decode import K_LOAD_GLOBAL
 
@@ -320,20 +302,17 @@ def _l1_rereads(co_warps: int, second_warp_same_lines: bool, line_cycles: bool =
     off = np.arange(n + 1, dtype=np.int64) * 32
     l1 = CacheState.make(1, 4, 64, 0)             # 256 lines
     l2 = CacheState.make(1, 64, 16, 1)
-    fill = np.full(l2.tags.shape, -1, np.int64)
     l1_owners = new_line_owners()
     sm_of = np.zeros(1, np.int64)
     mark_l1_owners(kind, tb, warp, width, off, addrs, 2, 7, sm_of, 1, l1_owners)
     outs = [np.zeros(n, np.int32) for _ in range(5)]
     tot = np.zeros(N_TOTALS, np.int64)
-    simulate_memory(kind, tb, warp, np.full(n, -1, np.int64), width, off, addrs, sm_of,
-                    l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock, l2.tags, l2.valid,
-                    l2.dirty, l2.stamp, l2.clock, l2.hash_kind, fill, new_line_owners(), 0,
-                    1 << 30, 2, co_warps, 1, np.full(l2.tags.shape, -1, np.int64),
-                    np.zeros(l2.tags.shape, np.int64), np.zeros(1, np.int64), 1.0, 1.0,
-                    l1_owners, np.zeros(l1.tags.shape, np.int64),
-                    np.zeros(1, np.int64), np.zeros((0, 1, 1), np.int64), line_cycles, 5, 7,
-                    32, *outs, tot)
+    rows = MemRows(kind, tb, warp, width, off, addrs, sm_of)
+    cfg = MemConfig(l2_hash=l2.hash_kind, l2_start=0, wave_blocks=1 << 30, warps_per_block=2,
+                    l1_co_warps=co_warps, l2_co_warps=1, l2_capacity_share=1.0,
+                    l2_traffic_scale=1.0, sector_shift=5, line_shift=7, shared_banks=32)
+    simulate_memory(rows, l1_sim(l1), l2_sim(l2), new_line_owners(), l1_owners, cfg,
+                    MemOut(*outs, tot))
     return tot, outs[1]
 
 
@@ -351,7 +330,6 @@ def test_resident_warps_crowd_a_warps_lines_out_of_the_l1():
 
 
 def test_the_l1_line_rate_counts_a_scattered_load_a_cycle_a_line():
-    _, slots = _l1_rereads(co_warps=1, second_warp_same_lines=False)
-    _, line_slots = _l1_rereads(co_warps=1, second_warp_same_lines=False, line_cycles=True)
-    assert (slots == 32).all()                       # 32 sectors: 8 cycles at 4 a cycle
-    assert (line_slots == 32 * 4).all()              # 32 lines: 32 cycles
+    # 32 sectors of 32 lines: 32 cycles, not the 8 of 32 sectors at 4 a cycle
+    _, line_slots = _l1_rereads(co_warps=1, second_warp_same_lines=False)
+    assert (line_slots == 32 * 4).all()

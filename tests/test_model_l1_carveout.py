@@ -45,7 +45,7 @@ def test_the_carveout_rule_is_the_drivers_choice_for_most_launches(launches):
     from simfront.sim.model.params import DEFAULT_PARAMS
 
     truth = launches["launch__shared_mem_config_size"].to_numpy()
-    now = (_carveouts(launches, DEFAULT_PARAMS.l1_carveout_headroom) == truth).mean()
+    now = (_carveouts(launches, DEFAULT_PARAMS.l1.carveout_headroom) == truth).mean()
     before = (_carveouts(launches, 0.0) == truth).mean()
     assert now > 0.7 and before < 0.25
     # kernels without shared memory get a carve-out too: never the whole 256 KB as L1
@@ -69,7 +69,7 @@ def test_the_transposing_copy_keeps_what_the_h100_keeps_in_its_l1():
     assert len(hw) >= 8 and hw["l1_hit_rate"].between(0.13, 0.16).all()
     gpu = load_gpu("h100")
     now = simulate_kernel(kernel, gpu)
-    before = simulate_kernel(kernel, gpu, params=DEFAULT_PARAMS.with_(l1_carveout_headroom=0.0))
+    before = simulate_kernel(kernel, gpu, params=DEFAULT_PARAMS.with_(**{"l1.carveout_headroom": 0.0}))
     assert abs(now["l1_hit_rate"] - hw["l1_hit_rate"].median()) < 0.05
     assert before["l1_hit_rate"] > 0.3
     # the misses reach the L2: its hit rate rises toward ncu's 0.90

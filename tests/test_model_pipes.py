@@ -70,7 +70,7 @@ def test_one_warp_per_sm_is_timed_as_its_dependent_chain(label, launches, h100):
     rec = _model(kernel, h100)
     op, steps = _chain(kernel, row)
     chain = steps * _latency(op, h100)
-    assert rec["cycles"] > 10 * DEFAULT_PARAMS.launch_cycles
+    assert rec["cycles"] > 10 * DEFAULT_PARAMS.launch.cycles
     # the chain's latencies one after another, plus a few percent of loop overhead
     assert chain <= rec["sim_sm_cycles"] < 1.05 * chain, (op, steps)
     assert rec["cycles"] == pytest.approx(hw, rel=0.05)

@@ -2,22 +2,91 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import time
-
 from collections import OrderedDict
+from pathlib import Path
 
 from simfront.gpu import load_gpu
 from simfront.sim.model.carry import L2Carry
-from simfront.sim.model.clock import MAX, at_clock, run_clock
+from simfront.sim.model.clock import at_clock, known_clock, run_clock
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.sim.model.simulate import cache_key, prepare_kernel, time_prepared
 
 #: Prepared kernels (the trace pass) kept in memory, so that a sweep over parameters that
 #: leave the caches and SM count alone (tensor:vector ratio, clock, DRAM bandwidth) reads
-#: and cache-simulates each trace once per process.
+#: and cache-simulates each trace once per process; and on disk (``prepared_cache_dir``),
+#: so that the other processes of a sweep, and later sweeps, read it once.
 PREPARED_CACHE_SIZE = 64
 _prepared: OrderedDict = OrderedDict()
+#: ``SIMFRONT_MODEL_CACHE=off`` keeps prepared kernels in memory only.
+DISK_CACHE_ENV = "SIMFRONT_MODEL_CACHE"
+
+
+def prepared_cache_dir() -> Path | None:
+    """Where prepared kernels are kept between processes: ``$SIMFRONT_CACHE/prepared``
+    (default ``~/.cache/simfront/prepared``); None when ``SIMFRONT_MODEL_CACHE`` is off."""
+    if os.environ.get(DISK_CACHE_ENV, "").lower() in ("off", "0", "no", "false"):
+        return None
+    env = os.environ.get("SIMFRONT_CACHE")
+    return (Path(env) if env else Path.home() / ".cache" / "simfront") / "prepared"
+
+
+_source_hash: str | None = None
+
+
+def _code_hash() -> str:
+    """The trace pass's code (the model and the trace reader): a change to either makes
+    every prepared kernel on disk stale."""
+    global _source_hash
+    if _source_hash is None:
+        from simfront.traces import reader
+
+        h = hashlib.sha256()
+        for d in (Path(__file__).parent, Path(reader.__file__).parent):
+            for p in sorted(d.glob("*.py")):
+                h.update(p.name.encode() + b"\0" + p.read_bytes())
+        _source_hash = h.hexdigest()
+    return _source_hash
+
+
+def _disk_key(kernel, gpu, launch, params) -> str:
+    from simfront.core.provenance import sha256_file
+
+    h = hashlib.sha256()
+    for part in (_code_hash(), sha256_file(kernel.path), repr(cache_key(gpu)),
+                 repr(sorted((launch or {}).items())), repr(params)):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _from_disk(path: Path):
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError):
+        return None  # absent, torn or from another layout: prepare again
+
+
+#: The largest prepared kernel kept on disk, in bytes of SM 0's rows: one traced block's
+#: rows are far below it; a kernel above it is prepared again in each process.
+MAX_DISK_BYTES = 64 << 20
+
+
+def _to_disk(path: Path, prep) -> None:
+    if sum(a.nbytes for a in prep.cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(prep, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
 
 
 def _prepared_kernel(kernel, gpu, launch, params):
@@ -25,13 +94,19 @@ def _prepared_kernel(kernel, gpu, launch, params):
     key = (str(kernel.path.resolve()), st.st_size, st.st_mtime_ns, cache_key(gpu),
            tuple(sorted((launch or {}).items())), params)
     prep = _prepared.get(key)
+    if prep is not None:
+        _prepared.move_to_end(key)
+        return prep
+    where = prepared_cache_dir()
+    path = where / f"{_disk_key(kernel, gpu, launch, params)}.pkl" if where else None
+    prep = _from_disk(path) if path else None
     if prep is None:
         prep = prepare_kernel(kernel, gpu, launch, params)
-        _prepared[key] = prep
-        while len(_prepared) > PREPARED_CACHE_SIZE:
-            _prepared.popitem(last=False)
-    else:
-        _prepared.move_to_end(key)
+        if path:
+            _to_disk(path, prep)
+    _prepared[key] = prep
+    while len(_prepared) > PREPARED_CACHE_SIZE:
+        _prepared.popitem(last=False)
     return prep
 
 
@@ -39,13 +114,20 @@ def timed_record(prep, gpu, params: ModelParams = DEFAULT_PARAMS) -> dict:
     """A prepared kernel (the trace pass) through the issue model at the clock it runs at
     (``clock``: below the core clock where the description's limits say so) and combined
     into its record: how every caller times a kernel."""
-    run = time_prepared(prep, gpu, params)
-    hz, limit = run_clock(run, gpu) if params.kernel_clocks else (gpu.clocks.core.hz, MAX)
+    known = known_clock(prep, gpu)
+    run = None
+    if known is None:
+        run = time_prepared(prep, gpu, params)
+        hz, limit = run_clock(run, gpu)
+    else:
+        hz, limit = known
     timed_gpu = gpu
     if hz < gpu.clocks.core.hz:
-        # time it again where its memory latencies and bandwidths are that clock's cycles
+        # time it (again) where its memory latencies and bandwidths are that clock's cycles
         timed_gpu = at_clock(gpu, hz)
         run = time_prepared(prep, timed_gpu, params)
+    elif run is None:
+        run = time_prepared(prep, gpu, params)
     rec = combine(run, timed_gpu, params)
     rec["sim_clock_mhz"] = timed_gpu.clocks.core.hz / 1e6
     rec["sim_clock_limit"] = limit

@@ -15,7 +15,7 @@ from simfront.gpu import config_hash, load_gpu
 from simfront.sim.backend import Backend, SimJob, SimResult
 from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.carry import L2Carry
-from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
+from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.traces.reader import TraceSet
 
 #: Bump when the model's numbers change for the same inputs.
@@ -43,7 +43,8 @@ class ModelBackend(Backend):
     """Runs every selected kernel of the job's trace set through the built-in model.
 
     ``job.options``: ``launches`` (dict kernel file/stem -> {regs, shmem}: launch facts
-    where the trace header is not to be trusted), ``params`` (dict of ModelParams fields),
+    where the trace header is not to be trusted), ``params`` (dict of ModelParams settings
+    by ``group.field`` name, such as ``{"l2.dirty_share": 0.2}``),
     ``l2`` (``cold``, the default: every kernel starts with an empty L2, as ncu measures it;
     ``warm``: the selected kernels run in launch order, each starting with the L2 the
     previous one left, as in an unprofiled step; see ``carry``).
@@ -64,8 +65,8 @@ class ModelBackend(Backend):
         prov: dict[str, Any] = {"tools": tool_versions(), "model_version": MODEL_VERSION}
         try:
             gpu = load_gpu(job.gpu)
-            params = ModelParams(**{**DEFAULT_PARAMS.__dict__, **job.options.get("params", {})})
-            prov["params"] = dict(params.__dict__)
+            params = DEFAULT_PARAMS.with_(**(job.options.get("params") or {}))
+            prov["params"] = params.as_dict()
             chash = config_hash(gpu)
             prov.update({"config": gpu.name, "config_hash": chash})
             ts = TraceSet(job.trace_dir)
@@ -76,7 +77,7 @@ class ModelBackend(Backend):
                                 f"not {l2_mode!r}")
             prov["l2"] = l2_mode
             carry = L2Carry.empty(gpu) if l2_mode == L2_WARM else None
-        except (SimfrontError, TypeError) as exc:
+        except (SimfrontError, TypeError, KeyError) as exc:
             return self._finish(job, out, t0, False, f"not run: {exc}", [], prov)
         launches = job.options.get("launches", {}) or {}
         deadline = t0 + job.timeout_s if job.timeout_s else None

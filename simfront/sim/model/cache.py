@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -215,11 +216,13 @@ def row_lines(addr_off, addrs, i, w, line_shift, out):
 
 
 @numba.njit(cache=True)
-def _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
-                 cache_of_block, n_caches, key_bits, reads_only, by_block, owners):
-    """The owner of each line (keyed ``(line << key_bits) | cache``): the one warp (the one
-    block, ``by_block``) that touches it, or ``SHARED_LINE``."""
+def _mark_owners(rows, warps_per_block, line_shift, n_caches, key_bits, reads_only, by_block,
+                 owners):
+    """The owner of each line (keyed ``(line << key_bits) | cache``) ``rows`` (``MemRows``)
+    touch: the one warp (the one block, ``by_block``) that touches it, or ``SHARED_LINE``."""
     buf = np.empty(512, np.int64)
+    kind, tb, warp, width = rows.kind, rows.tb, rows.warp, rows.width
+    cache_of_block = rows.cache_of_block
     for i in range(kind.shape[0]):
         k = kind[i]
         if not (k == K_LOAD_GLOBAL or k == K_ASYNC_COPY or k == K_PREFETCH
@@ -231,7 +234,7 @@ def _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_s
             continue
         gw = tb[i] if by_block else tb[i] * warps_per_block + warp[i]
         c = cache_of_block[tb[i] % cache_of_block.shape[0]] % n_caches
-        for q in range(row_lines(addr_off, addrs, i, w, line_shift, buf)):
+        for q in range(row_lines(rows.addr_off, rows.addrs, i, w, line_shift, buf)):
             key = (buf[q] << key_bits) | c
             o = owners.get(key, np.int64(-1))
             if o == -1:
@@ -248,8 +251,8 @@ def mark_line_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, li
     warp: a softmax's row is its block's, but its warps' 512-byte slices of an unaligned
     row share their edge lines, which a warp's privacy would leave unjudged (1.86 reads of
     the LM-head logits where ncu counts 2.74)."""
-    _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
-                 np.zeros(1, np.int64), 1, 0, False, True, owners)
+    rows = MemRows(kind, tb, warp, width, addr_off, addrs, np.zeros(1, np.int64))
+    _mark_owners(rows, warps_per_block, line_shift, 1, 0, False, True, owners)
 
 
 def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
@@ -258,8 +261,9 @@ def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line
     ``(line << L1_KEY_BITS) | cache``): a line only one warp of an SM reads is that warp's
     own in that SM's L1, even when warps of other SMs read it too (a transposing copy's
     lines are shared by the blocks of 16 SMs, each reading its own two bytes of a sector)."""
-    _mark_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
-                 cache_of_block, n_caches, L1_KEY_BITS, True, by_block, owners)
+    rows = MemRows(kind, tb, warp, width, addr_off, addrs, cache_of_block)
+    _mark_owners(rows, warps_per_block, line_shift, n_caches, L1_KEY_BITS, True, by_block,
+                 owners)
 
 
 def global_bytes(kind: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -297,33 +301,129 @@ def survives(line, lines_between, n_sets, ways):
     return z / 4294967296.0 < p
 
 
+class MemRows(NamedTuple):
+    """The rows of a trace chunk the caches see: decoded kind, block, warp in its block,
+    access width, each row's lanes (``addrs[addr_off[i]:addr_off[i + 1]]``), and the cache
+    (SM) of each block (``cache_of_block[tb % len]``)."""
+
+    kind: np.ndarray
+    tb: np.ndarray
+    warp: np.ndarray
+    width: np.ndarray
+    addr_off: np.ndarray
+    addrs: np.ndarray
+    cache_of_block: np.ndarray
+
+
+class L1Sim(NamedTuple):
+    """The SMs' L1s (``CacheState`` arrays) and, per line slot, the SM's touch clock when
+    its warp last touched it (``astamp`` against ``aclock``, one per SM) and, judged by
+    block, the warp that touched it last (``last``; empty: judged by warp)."""
+
+    tags: np.ndarray
+    valid: np.ndarray
+    dirty: np.ndarray
+    stamp: np.ndarray
+    clock: np.ndarray
+    astamp: np.ndarray
+    aclock: np.ndarray
+    last: np.ndarray
+
+
+class L2Sim(NamedTuple):
+    """The L2 (``CacheState`` arrays) and per line slot: the block that filled it (-1: an
+    earlier kernel), the last warp to touch it, and the read-request clock (``rclock``)
+    when it was last touched."""
+
+    tags: np.ndarray
+    valid: np.ndarray
+    dirty: np.ndarray
+    stamp: np.ndarray
+    clock: np.ndarray
+    fill: np.ndarray
+    last: np.ndarray
+    rstamp: np.ndarray
+    rclock: np.ndarray
+
+
+class MemConfig(NamedTuple):
+    """What the trace pass's caches need besides their arrays (``simulate_memory``)."""
+
+    l2_hash: int
+    l2_start: int
+    wave_blocks: int
+    warps_per_block: int
+    l1_co_warps: int
+    l2_co_warps: int
+    l2_capacity_share: float
+    l2_traffic_scale: float
+    sector_shift: int
+    line_shift: int
+    shared_banks: int
+
+
+class MemOut(NamedTuple):
+    """Per row: deepest level (0 L1/shared, 1 L2, 2 DRAM), sectors requested (L1 slots),
+    sectors sent to L2, sectors read from DRAM, shared-memory wavefronts; and the chunk's
+    ``totals`` (``simulate_memory``)."""
+
+    level: np.ndarray
+    sectors: np.ndarray
+    l2: np.ndarray
+    dram: np.ndarray
+    wave: np.ndarray
+    totals: np.ndarray
+
+
+def l1_sim(state: CacheState, by_block: bool = False) -> L1Sim:
+    """An L1Sim over ``state``, nothing touched yet."""
+    shape = state.tags.shape
+    last = np.full(shape, -1, np.int64) if by_block else np.zeros((0, 1, 1), np.int64)
+    return L1Sim(state.tags, state.valid, state.dirty, state.stamp, state.clock,
+                 np.zeros(shape, np.int64), np.zeros(shape[0], np.int64), last)
+
+
+def l2_sim(state: CacheState) -> L2Sim:
+    """An L2Sim over ``state``, no line filled by this kernel yet."""
+    shape = state.tags.shape
+    return L2Sim(state.tags, state.valid, state.dirty, state.stamp, state.clock,
+                 np.full(shape, -1, np.int64), np.full(shape, -1, np.int64),
+                 np.zeros(shape, np.int64), np.zeros(1, np.int64))
+
+
+def mem_out(n: int) -> MemOut:
+    """Zeroed outputs for ``n`` rows."""
+    return MemOut(*(np.zeros(n, np.int32) for _ in range(5)), np.zeros(N_TOTALS, np.int64))
+
+
 @numba.njit(cache=True, inline="always")
-def _private_reuse(valid, dirty, c, s, w, private, age, hit, line, bit, co_warps,
-                   sectors_per_line, keep_dirty, capacity_share):
-    """Whether a read hits, given that the simulated cache says ``hit``, and the dirty
-    sectors written back if it does not.
+def _private_reuse(l2, s, w, private, age, hit, line, bit, co_warps, sectors_per_line,
+                   keep_dirty, capacity_share):
+    """Whether a read hits, given that the simulated L2 says ``hit``, and the dirty sectors
+    written back if it does not.
 
     The trace runs warps one after another, so for a line that only this warp touches
     (``private``), ``age`` (this cache's sector reads since the line was last touched)
     counts this warp's reads alone. On the GPU the warps sharing the cache touch about as
     many lines each meanwhile, so the line's reuse distance is ``age * co_warps`` sectors
-    (``co_warps``: those warps times their traffic per read, writes included), and it may have been pushed out (:func:`survives`) of the
-    ``capacity_share`` of the cache that such reuse finds (the H100's L2 keeps half of a
-    working set of private rows at 0.76 of its size: ``ModelParams.l2_private_capacity``). It is
-    then refetched whole: the line keeps only this sector, and its dirty sectors were
-    written back (``keep_dirty``: this access dirties its own sector again, an atomic)."""
+    (``co_warps``: those warps times their traffic per read, writes included), and it may
+    have been pushed out (:func:`survives`) of the ``capacity_share`` of the cache that such
+    reuse finds (the H100's L2 keeps half of a working set of private rows at 0.76 of its
+    size: ``ModelParams.l2.private_capacity``). It is then refetched whole: the line keeps
+    only this sector, and its dirty sectors were written back (``keep_dirty``: this access
+    dirties its own sector again, an atomic)."""
     if not hit or not private or age < 0:
         return hit, 0
     between = age * co_warps / sectors_per_line / capacity_share
-    if survives(line, between, valid.shape[1], valid.shape[2]):
+    if survives(line, between, l2.valid.shape[1], l2.valid.shape[2]):
         return hit, 0
-    d = dirty[c, s, w] & ~bit if keep_dirty else dirty[c, s, w]
+    d = l2.dirty[0, s, w] & ~bit if keep_dirty else l2.dirty[0, s, w]
     written = 0
     while d:
         written += d & 1
         d >>= 1
-    valid[c, s, w] = bit
-    dirty[c, s, w] = bit if keep_dirty else 0
+    l2.valid[0, s, w] = bit
+    l2.dirty[0, s, w] = bit if keep_dirty else 0
     return False, written
 
 
@@ -331,22 +431,174 @@ def _private_reuse(valid, dirty, c, s, w, private, age, hit, line, bit, co_warps
 N_TOTALS = 10
 
 
+@numba.njit(cache=True, inline="always")
+def _wavefronts(addrs, a0, a1, w, shared_banks, words, counts):
+    """A shared-memory row's wavefronts: the most distinct 4-byte words any bank must
+    serve, at least one per 128 bytes moved."""
+    m = 0
+    for j in range(a0, a1):
+        base = addrs[j] >> 2
+        for q in range(max(1, w // 4)):
+            if m < words.shape[0]:
+                words[m] = base + q
+                m += 1
+    for q in range(shared_banks):
+        counts[q] = 0
+    worst = 0
+    # Distinct words per bank (a word counts once however many lanes read it): sort (lanes
+    # mostly ascend, so insertion sort is near linear), then count.
+    _sort_prefix(words, m)
+    for q in range(m):
+        if q > 0 and words[q] == words[q - 1]:
+            continue
+        bk = words[q] % shared_banks
+        counts[bk] += 1
+        if counts[bk] > worst:
+            worst = counts[bk]
+    nbytes = (a1 - a0) * w
+    return max(worst, (nbytes + 127) // 128)
+
+
+@numba.njit(cache=True, inline="always")
+def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_owners, l1_co_warps):
+    """A read of one sector in SM ``c``'s L1: (hit, the line last touched by this
+    instruction). A re-read of a line only this warp reads on its SM (``l1_owners``) hits
+    only if the line survived the lines the SM's resident warps touched meanwhile."""
+    hit1, _e, s1, w1, age1 = _access(l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock, c,
+                                     line, bit, False, True, 0)
+    if w1 >= 0 and len(l1_owners) > 0:
+        if line != last_line:
+            l1.aclock[c] += 1  # one touch per line and instruction
+            last_line = line
+        # owners by warp, or by block (l1.last holds each slot's last warp: a line another
+        # warp of the block touched last is not judged)
+        owner = gw if l1.last.shape[0] == 0 else rows.tb[i]
+        mine = l1.last.shape[0] == 0 or l1.last[c, s1, w1] == gw
+        if hit1 and age1 >= 0 and mine and l1_owners.get(
+                (line << L1_KEY_BITS) | c, SHARED_LINE) == owner:
+            between = (l1.aclock[c] - 1 - l1.astamp[c, s1, w1]) * l1_co_warps
+            if not survives(line, between, l1.valid.shape[1], l1.valid.shape[2]):
+                hit1 = False
+                l1.valid[c, s1, w1] = bit
+        l1.astamp[c, s1, w1] = l1.aclock[c]
+        if l1.last.shape[0] > 0:
+            l1.last[c, s1, w1] = gw
+    return hit1, last_line
+
+
+@numba.njit(cache=True, inline="always")
+def _l2_access(i, k, gw, line, bit, private, rows, l2, cfg, totals):
+    """One sector of row ``i`` (kind ``k``) in the L2: the level it reports (1 L2, 2 DRAM,
+    a hit on a line another block of the same wave is still fetching included) and whether
+    it read the DRAM."""
+    write = k == K_STORE_GLOBAL
+    rmw = k == K_ATOMIC or k == K_REDUCTION
+    lines_per = 1 << (cfg.line_shift - cfg.sector_shift)
+    hit2, ev, s2, w2, age2 = _access(l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, 0,
+                                     line, bit, write or rmw, True, cfg.l2_hash)
+    totals[5] += ev
+    if not write:
+        if age2 >= 0 and l2.clock[0] - age2 <= cfg.l2_start:
+            age2 = -1  # last touched by an earlier kernel (a warm L2)
+        if w2 >= 0 and l2.last[0, s2, w2] != gw:
+            age2 = -1  # another warp of the block, beside this one in the row
+        if age2 >= 0:
+            age2 = l2.rclock[0] - l2.rstamp[0, s2, w2]
+        hit2, ev = _private_reuse(l2, s2, w2, private, age2, hit2, line, bit,
+                                  cfg.l2_co_warps * cfg.l2_traffic_scale, lines_per, rmw,
+                                  cfg.l2_capacity_share)
+        totals[5] += ev
+    lv = 2
+    dram = False
+    if hit2 or write:
+        totals[3] += 1
+        lv = 1
+        if hit2 and not write:
+            f = l2.fill[0, s2, w2]
+            if f == -1:
+                totals[6] += 1
+            elif f != rows.tb[i] and f // cfg.wave_blocks == rows.tb[i] // cfg.wave_blocks:
+                lv = 2
+    else:
+        totals[4] += 1
+        dram = True
+    if w2 >= 0 and not hit2:
+        l2.fill[0, s2, w2] = rows.tb[i]
+    if w2 >= 0:
+        l2.last[0, s2, w2] = gw
+        l2.rstamp[0, s2, w2] = l2.rclock[0]
+    return lv, dram
+
+
+@numba.njit(cache=True, inline="always")
+def _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs):
+    """Row ``i``, a global memory instruction, through the L1 of its block's SM and the L2:
+    its outputs in ``out``."""
+    k = rows.kind[i]
+    totals = out.totals
+    lines_per = 1 << (cfg.line_shift - cfg.sector_shift)
+    nu = _unique_sectors(rows.addrs, rows.addr_off[i], rows.addr_off[i + 1], rows.width[i],
+                         cfg.sector_shift, secs)
+    u = secs[:nu]
+    # The L1 serves one 128-byte line per cycle whatever its sectors, hit or miss: a load
+    # whose lanes fall in 32 lines takes 32 cycles, not the 8 its 32 sectors would at 4 per
+    # cycle (H100, bench/device/load_shapes.cu: loads of 8, 16 or 32 lines of a sector each
+    # take 1.0-1.1 clocks a line on 32 SMs, and as long with half of them hitting the L1).
+    # Counted in sector slots (lines x sectors per line) for the issue model.
+    out.sectors[i] = _line_slots(u, cfg.line_shift - cfg.sector_shift, lines_per)
+    c = rows.cache_of_block[rows.tb[i]] % l1.tags.shape[0]
+    gw = rows.tb[i] * cfg.warps_per_block + rows.warp[i]
+    write = k == K_STORE_GLOBAL
+    rmw = k == K_ATOMIC or k == K_REDUCTION
+    level = 0
+    nl2 = 0
+    nd = 0
+    last_line = np.int64(-1)
+    last_read = np.int64(-1)
+    for q in range(u.shape[0]):
+        sec = u[q]
+        line = sec >> (cfg.line_shift - cfg.sector_shift)
+        bit = np.uint8(1) << np.uint8(sec & (lines_per - 1))
+        private = line_owners.get(line, SHARED_LINE) == rows.tb[i]
+        if not write:
+            l2.rclock[0] += 1  # requests, the L1's hits too: a warp's time, not its misses
+        if not rmw:
+            totals[0] += 1
+            if write:
+                _access(l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock, c, line, bit, False,
+                        False, 0)
+            else:
+                hit1, last_line = _l1_read(i, c, gw, line, bit, last_line, rows, l1,
+                                           l1_owners, cfg.l1_co_warps)
+                if hit1:
+                    totals[1] += 1
+                    continue
+        # to the L2
+        nl2 += 1
+        totals[2] += 1
+        if k == K_LOAD_GLOBAL:  # what load_shapes.cu measured: LDG, not LDGSTS/TMA
+            totals[9] += 1
+            if line != last_read:  # a request per line (the sectors u holds are sorted)
+                totals[8] += 1
+                last_read = line
+        lv, dram = _l2_access(i, k, gw, line, bit, private, rows, l2, cfg, totals)
+        if dram:
+            nd += 1
+            level = 2
+        elif level < lv:
+            level = lv
+    out.level[i] = level
+    out.l2[i] = nl2
+    out.dram[i] = nd
+
+
 @numba.njit(cache=True)
-def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mod,
-                    l1_tags, l1_valid, l1_dirty, l1_stamp, l1_clock,
-                    l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock, l2_hash, l2_fill,
-                    line_owners, l2_start, wave_blocks, warps_per_block, l1_co_warps,
-                    l2_co_warps, l2_last, l2_rstamp, l2_rclock, l2_capacity_share,
-                    l2_traffic_scale, l1_owners, l1_astamp, l1_aclock,
-                    l1_last, l1_line_slots,
-                    sector_shift, line_shift, shared_banks,
-                    out_level, out_sectors, out_l2, out_dram, out_wave, totals):
+def simulate_memory(rows, l1, l2, line_owners, l1_owners, cfg, out):
     """Run the memory instructions of one chunk through the caches.
 
-    ``kind`` is the decoded kind of every row; rows that are not global/shared memory are
-    skipped. Outputs per row: deepest level (0 L1/shared, 1 L2, 2 DRAM), sectors requested,
-    sectors sent to L2, sectors read from DRAM, shared-memory wavefronts.
-    ``totals``: [l1 accesses, l1 hits, l2 accesses, l2 hits, dram read sectors,
+    ``rows`` (``MemRows``): rows that are not global/shared memory are skipped. ``l1``,
+    ``l2``: ``L1Sim``, ``L2Sim``; ``cfg``: ``MemConfig``; ``out``: ``MemOut``, per row and
+    ``out.totals``: [l1 accesses, l1 hits, l2 accesses, l2 hits, dram read sectors,
     dram write sectors, l2 read hits on lines an earlier kernel left, (7: the caller's),
     l2 read requests of global loads (per instruction, the lines it reads from the L2), their
     l2 read sectors].
@@ -354,7 +606,7 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
     Blocks are simulated one after another, but the blocks of one wave (``wave_blocks``
     blocks: every SM full) run at the same time: an L2 hit on a line that another block of
     the same wave brought in is, in time, a miss merged with one in flight. It counts as a
-    hit (no DRAM traffic) but reports the DRAM level for latency. ``l2_fill`` holds the
+    hit (no DRAM traffic) but reports the DRAM level for latency. ``l2.fill`` holds the
     block that filled each L2 line.
 
     Warps run one after another, too, which hides how the warps resident at once crowd each
@@ -363,12 +615,12 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
     ``l2_capacity_share`` of it such reuse finds (:func:`_private_reuse`; ``line_owners``
     from :func:`mark_line_owners`). That is what makes a softmax over 200 KB rows re-read
     them from DRAM: 264 resident rows do not fit the L2. A line another warp of the same
-    block touched last (``l2_last``: the last warp to touch each L2 line) is not judged:
+    block touched last (``l2.last``: the last warp to touch each L2 line) is not judged:
     the two warps walk the row side by side. ``l2_start`` is the L2's clock before the
     kernel: a line an earlier kernel left (a warm L2) was not this warp's to reuse.
 
     The distance is counted in the sectors the warp asked for by reads and atomics since the
-    line was last touched in the L2 (``l2_rclock``, stamped per line in ``l2_rstamp``),
+    line was last touched in the L2 (``l2.rclock``, stamped per line in ``l2.rstamp``),
     times ``l2_traffic_scale``: the kernel's bytes moved per byte read, writes included. A
     warp's own trace tells how long a line waited, not what the warps resident meanwhile
     did: in a softmax the warps re-reading in a pass without writes share the L2 with warps
@@ -381,152 +633,28 @@ def simulate_memory(kind, tb, warp, mask, width, addr_off, addrs, sm_of_block_mo
     The L1 likewise (``l1_owners`` from :func:`mark_l1_owners`, empty to leave it out): a
     warp's re-read of a line only it reads on its SM hits only if the line survives the
     lines the SM's resident warps touch meanwhile, ``l1_co_warps`` times the lines this
-    warp touched since it last touched it (``l1_astamp`` against ``l1_aclock``, counted once
+    warp touched since it last touched it (``l1.astamp`` against ``l1.aclock``, counted once
     per line and instruction, not per sector: a strided load touches a line per lane). A
     transposing copy's 64 resident warps each touch 32 lines per load, so the four loads a
     warp makes of the same sectors find them evicted about half the time.
     """
+    totals = out.totals
     if totals.shape[0] < N_TOTALS:  # numba does not check bounds: a short array corrupts
         raise ValueError("simulate_memory: totals needs N_TOTALS entries")
-    n = kind.shape[0]
     secs = np.empty(256, np.int64)
     words = np.empty(128, np.int64)
-    counts = np.zeros(max(1, shared_banks), np.int64)
-    n_l1 = l1_tags.shape[0]
-    lines_per = 1 << (line_shift - sector_shift)
-    for i in range(n):
-        k = kind[i]
-        a0 = addr_off[i]
-        a1 = addr_off[i + 1]
-        if a1 <= a0:
-            continue
-        w = width[i]
-        if w <= 0:
+    counts = np.zeros(max(1, cfg.shared_banks), np.int64)
+    for i in range(rows.kind.shape[0]):
+        k = rows.kind[i]
+        a0 = rows.addr_off[i]
+        a1 = rows.addr_off[i + 1]
+        w = rows.width[i]
+        if a1 <= a0 or w <= 0:
             continue
         if k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
-            # Wavefronts: the most distinct 4-byte words any bank must serve, at least one
-            # per 128 bytes moved.
-            m = 0
-            for j in range(a0, a1):
-                base = addrs[j] >> 2
-                for q in range(max(1, w // 4)):
-                    if m < words.shape[0]:
-                        words[m] = base + q
-                        m += 1
-            for q in range(shared_banks):
-                counts[q] = 0
-            worst = 0
-            # Distinct words per bank (a word counts once however many lanes read it):
-            # sort (lanes mostly ascend, so insertion sort is near linear), then count.
-            _sort_prefix(words, m)
-            for q in range(m):
-                if q > 0 and words[q] == words[q - 1]:
-                    continue
-                bk = words[q] % shared_banks
-                counts[bk] += 1
-                if counts[bk] > worst:
-                    worst = counts[bk]
-            nbytes = (a1 - a0) * w
-            waves = max(worst, (nbytes + 127) // 128)
-            out_wave[i] = waves
-            out_sectors[i] = waves
-            continue
-        if not (k == K_LOAD_GLOBAL or k == K_STORE_GLOBAL or k == K_ATOMIC
-                or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH):
-            continue
-        nu = _unique_sectors(addrs, a0, a1, w, sector_shift, secs)
-        u = secs[:nu]
-        out_sectors[i] = nu
-        if l1_line_slots:
-            # The L1 serves one 128-byte line per cycle whatever its sectors: a load whose
-            # lanes fall in 32 lines takes 32 cycles, not the 8 its 32 sectors would at 4 per
-            # cycle. Counted in sector slots (lines x sectors per line) for the issue model.
-            out_sectors[i] = _line_slots(u, line_shift - sector_shift, lines_per)
-        c = sm_of_block_mod[tb[i]] % n_l1
-        gw = tb[i] * warps_per_block + warp[i]
-        write = k == K_STORE_GLOBAL
-        rmw = k == K_ATOMIC or k == K_REDUCTION
-        level = 0
-        nl2 = 0
-        nd = 0
-        last_line = np.int64(-1)
-        last_read = np.int64(-1)
-        for q in range(u.shape[0]):
-            sec = u[q]
-            line = sec >> (line_shift - sector_shift)
-            bit = np.uint8(1) << np.uint8(sec & (lines_per - 1))
-            private = line_owners.get(line, SHARED_LINE) == tb[i]
-            if not write:
-                l2_rclock[0] += 1  # requests, the L1's hits too: a warp's time, not its misses
-            hit1 = False
-            if not rmw:
-                totals[0] += 1
-                hit1, _e, s1, w1, age1 = _access(l1_tags, l1_valid, l1_dirty, l1_stamp,
-                                                 l1_clock, c, line, bit, False, not write, 0)
-                if not write:
-                    if w1 >= 0 and len(l1_owners) > 0:
-                        if line != last_line:
-                            l1_aclock[c] += 1  # one touch per line and instruction
-                            last_line = line
-                        # owners by warp, or by block (l1_last holds each slot's last warp:
-                        # a line another warp of the block touched last is not judged)
-                        owner = gw if l1_last.shape[0] == 0 else tb[i]
-                        mine = l1_last.shape[0] == 0 or l1_last[c, s1, w1] == gw
-                        if hit1 and age1 >= 0 and mine and l1_owners.get(
-                                (line << L1_KEY_BITS) | c, SHARED_LINE) == owner:
-                            between = (l1_aclock[c] - 1 - l1_astamp[c, s1, w1]) * l1_co_warps
-                            if not survives(line, between, l1_valid.shape[1],
-                                             l1_valid.shape[2]):
-                                hit1 = False
-                                l1_valid[c, s1, w1] = bit
-                        l1_astamp[c, s1, w1] = l1_aclock[c]
-                        if l1_last.shape[0] > 0:
-                            l1_last[c, s1, w1] = gw
-                if hit1 and not write:
-                    totals[1] += 1
-                    continue
-            # to the L2
-            nl2 += 1
-            totals[2] += 1
-            if k == K_LOAD_GLOBAL:  # what load_shapes.cu measured: LDG, not LDGSTS/TMA
-                totals[9] += 1
-                if line != last_read:  # a request per line (the sectors u holds are sorted)
-                    totals[8] += 1
-                    last_read = line
-            hit2, ev, s2, w2, age2 = _access(l2_tags, l2_valid, l2_dirty, l2_stamp, l2_clock,
-                                             0, line, bit, write or rmw, True, l2_hash)
-            totals[5] += ev
-            if not write:
-                if age2 >= 0 and l2_clock[0] - age2 <= l2_start:
-                    age2 = -1  # last touched by an earlier kernel (a warm L2)
-                if w2 >= 0 and l2_last[0, s2, w2] != gw:
-                    age2 = -1  # another warp of the block, beside this one in the row
-                if age2 >= 0:
-                    age2 = l2_rclock[0] - l2_rstamp[0, s2, w2]
-                hit2, ev = _private_reuse(l2_valid, l2_dirty, 0, s2, w2, private, age2, hit2,
-                                          line, bit, l2_co_warps * l2_traffic_scale,
-                                          lines_per, rmw, l2_capacity_share)
-                totals[5] += ev
-            if hit2 or write:
-                totals[3] += 1
-                lv = 1
-                if hit2 and not write:
-                    f = l2_fill[0, s2, w2]
-                    if f == -1:
-                        totals[6] += 1
-                    elif f != tb[i] and f // wave_blocks == tb[i] // wave_blocks:
-                        lv = 2
-                if level < lv:
-                    level = lv
-            else:
-                nd += 1
-                totals[4] += 1
-                level = 2
-            if w2 >= 0 and not hit2:
-                l2_fill[0, s2, w2] = tb[i]
-            if w2 >= 0:
-                l2_last[0, s2, w2] = gw
-                l2_rstamp[0, s2, w2] = l2_rclock[0]
-        out_level[i] = level
-        out_l2[i] = nl2
-        out_dram[i] = nd
+            waves = _wavefronts(rows.addrs, a0, a1, w, cfg.shared_banks, words, counts)
+            out.wave[i] = waves
+            out.sectors[i] = waves
+        elif (k == K_LOAD_GLOBAL or k == K_STORE_GLOBAL or k == K_ATOMIC
+              or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH):
+            _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs)

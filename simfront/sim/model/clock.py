@@ -61,6 +61,25 @@ def kernel_clock(gpu, sms: int, uses_tensor: bool, tensor_busy: float) -> tuple[
     return core * share, what
 
 
+def known_clock(prep, gpu) -> tuple[float, str] | None:
+    """:func:`kernel_clock` of a prepared kernel where it does not depend on the issue
+    model's busy share: the power cap allows at least the tensor limit even with the
+    tensor pipes busy all the time (on fewer SMs, where the cap is far). None where the
+    busy share decides (a run at the core clock tells it: :func:`run_clock`)."""
+    core = gpu.clocks.core.hz
+    limits = gpu.clock_limits
+    uses = bool(prep.pipe_counts[PIPE_INDEX["tensor"]] > 0)
+    if limits is None or not uses:
+        return None  # the core clock: its one run is the run at the core clock
+    sms = prep.active_sms
+    t = tensor_share(limits, sms)
+    # the cap's least share is at the greatest load (busy 1); a margin keeps a pow that
+    # rounds the other way from deciding otherwise than kernel_clock does
+    if t > power_share(limits, sms, 1.0) * (1.0 - 1e-9):
+        return None
+    return (core, MAX) if t >= 1.0 else (core * t, TENSOR)
+
+
 def run_clock(run, gpu) -> tuple[float, str]:
     """:func:`kernel_clock` of a timed kernel (``simulate.KernelRun``): tensor work from
     its trace pass, the busy share from SM 0's simulated time."""

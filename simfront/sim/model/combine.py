@@ -25,15 +25,15 @@ STALL_COLUMNS = ("launch", "idle", "dependency", "memory_latency", "dram_bandwid
 
 
 def launch_cycles(gpu, params: ModelParams) -> float:
-    """The fixed cycles of a kernel on ``gpu``: the fitted ``launch_cycles`` plus what its
+    """The fixed cycles of a kernel on ``gpu``: the fitted ``launch.cycles`` plus what its
     front end takes beyond (or short of) the GPU they were fitted on. ncu, which the fit
     matched, times an empty kernel alone at 2.24 us on the H100 and 1.50 on the H200; a
     stream at 0.90 and 0.58. The stream's difference is the one a step sees."""
     own = gpu.empty_kernel_ns
     if own is None:
-        return float(params.launch_cycles)
-    extra = (own - params.empty_kernel_ref_ns) * 1e-9 * gpu.clocks.core.hz
-    return max(0.0, float(params.launch_cycles) + extra)
+        return float(params.launch.cycles)
+    extra = (own - params.launch.empty_kernel_ref_ns) * 1e-9 * gpu.clocks.core.hz
+    return max(0.0, float(params.launch.cycles) + extra)
 
 
 def combine(run: KernelRun, gpu, params: ModelParams) -> dict:

@@ -17,6 +17,8 @@ nearest to issuing: see ``REASONS``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -49,347 +51,498 @@ _BAR = 2
 _DONE = 3
 
 
-@numba.njit(cache=True)
-def _start_block(r, blk, t, W, P, warp_off, block_start, slot_block, live, arrived, ptr, end,
-                 wstart, born, reg_ready, mem_out, state, sp_used, last):
+#: ``_wait``'s answer for a warp at a barrier: no clock to wait for, only the reason.
+_AT_BARRIER = np.int64(-1)
+
+
+class SmRows(NamedTuple):
+    """The trace rows of the blocks one SM runs, in block, warp, trace order
+    (``simulate.Prepared``): ``warp_off[b * warps_per_block + w]`` ..
+    ``warp_off[... + 1]`` are the rows of warp w of the SM's b-th block. Per row: code
+    address, opcode index, destination and source registers, access width, and what the
+    trace pass found (``cache.simulate_memory``): deepest level, sectors (L1 slots), L2 and
+    DRAM sectors, shared-memory wavefronts, store slots (``cache.store_slots``)."""
+
+    warp_off: np.ndarray
+    pc: np.ndarray
+    op: np.ndarray
+    ndst: np.ndarray
+    dst: np.ndarray
+    nsrc: np.ndarray
+    src: np.ndarray
+    width: np.ndarray
+    level: np.ndarray
+    sectors: np.ndarray
+    slots: np.ndarray
+    l2: np.ndarray
+    dram: np.ndarray
+    waves: np.ndarray
+
+
+class OpTiming(NamedTuple):
+    """Per opcode (``decode.OpTable``): pipe, kind, latency, initiation interval, registers
+    a destination spans; per pipe: units a sub-partition has."""
+
+    pipe: np.ndarray
+    kind: np.ndarray
+    latency: np.ndarray
+    initiation: np.ndarray
+    span: np.ndarray
+    pipe_units: np.ndarray
+
+
+class SmConfig(NamedTuple):
+    """The SM and its memory path, in core clocks.
+
+    ``lat_store_load``: clocks each global store a warp issued since its last global load
+    adds to that warp's next load (0: none). ``store_sectors_per_clk``: the sector slots of
+    stores and reductions an SM sends to the L2 per clock, which hold the SM's memory path
+    as long, at least ``store_instr_clk`` an instruction; loads behind them wait. (The L2's
+    input port, which the whole GPU's stores share, is a bound on the kernel:
+    ``simulate.memory_bounds``.) A global load holds the L1 for its sector slots at
+    ``l1_sectors_per_clk``, at least ``load_instr_clk``. ``l2_bytes_per_clk`` and
+    ``dram_bytes_per_clk``: the SM's shares of the L2 and DRAM bandwidth."""
+
+    n_blocks: int
+    warps_per_block: int
+    blocks_per_sm: int
+    sub_partitions: int
+    issue_width: int
+    icache_line_shift: int
+    icache_miss: int
+    icache_prefetch: int
+    lat_l1: float
+    lat_shared: float
+    lat_l2: float
+    lat_dram: float
+    lat_const: int
+    lat_barrier: int
+    lat_store_load: int
+    block_start: int
+    l1_sectors_per_clk: float
+    store_sectors_per_clk: float
+    store_instr_clk: float
+    load_instr_clk: float
+    l2_bytes_per_clk: float
+    dram_bytes_per_clk: float
+    sector_bytes: float
+
+
+class SmCounters(NamedTuple):
+    """What a run accumulates: ``stall[sp, reason]``, unit-busy clocks and issued
+    instructions per pipe, and ``warp_cycles[0]``, the clocks warps were resident (for
+    achieved occupancy)."""
+
+    stall: np.ndarray
+    pipe_busy: np.ndarray
+    issued_pipe: np.ndarray
+    warp_cycles: np.ndarray
+
+
+class SmState(NamedTuple):
+    """The SM while it runs, per warp slot (``blocks_per_sm x warps_per_block``): register
+    scoreboard (ready clock and the reason of its wait), state, next and end row, clock it
+    may start issuing, clock it was born, its outstanding memory, global stores since its
+    last global load; per block slot: the block, live warps, warps at the barrier; per
+    sub-partition: last issued warp, whether it ever held a warp, its nearest wait and its
+    reason, instructions issued this clock; per pipe unit: the clock it frees; the clock
+    each instruction-cache line arrives (0: never requested); the clocks the L1, L2, DRAM
+    and shared-memory paths free (``QUEUE_*``)."""
+
+    reg_ready: np.ndarray
+    reg_cause: np.ndarray
+    state: np.ndarray
+    ptr: np.ndarray
+    end: np.ndarray
+    wstart: np.ndarray
+    born: np.ndarray
+    mem_out: np.ndarray
+    stores: np.ndarray
+    slot_block: np.ndarray
+    live: np.ndarray
+    arrived: np.ndarray
+    last: np.ndarray
+    sp_used: np.ndarray
+    best_t: np.ndarray
+    best_r: np.ndarray
+    n_iss: np.ndarray
+    pipe_free: np.ndarray
+    line_ready: np.ndarray
+    queue: np.ndarray
+
+
+QUEUE_L1, QUEUE_L2, QUEUE_DRAM, QUEUE_SHARED = 0, 1, 2, 3
+
+
+def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
+    """An SM with no block started. The instruction cache is cold at the kernel's start:
+    a miss brings the line and the ``icache_prefetch`` lines after it (sequential
+    prefetch)."""
+    P = cfg.sub_partitions
+    S = cfg.blocks_per_sm * cfg.warps_per_block
+    R = cfg.blocks_per_sm
+    n_lines = max(1, int((rows.pc >> cfg.icache_line_shift).max()) + 1 if rows.pc.size else 1)
+    max_units = max(1, int(ops.pipe_units.max()))
+    return SmState(
+        reg_ready=np.zeros((S, 256), np.int64), reg_cause=np.zeros((S, 256), np.int8),
+        state=np.zeros(S, np.int8), ptr=np.zeros(S, np.int64), end=np.zeros(S, np.int64),
+        wstart=np.zeros(S, np.int64), born=np.zeros(S, np.int64),
+        mem_out=np.zeros(S, np.int64), stores=np.zeros(S, np.int64),
+        slot_block=np.full(R, -1, np.int64), live=np.zeros(R, np.int64),
+        arrived=np.zeros(R, np.int64), last=np.full(P, -1, np.int64),
+        sp_used=np.zeros(P, np.bool_), best_t=np.zeros(P, np.int64),
+        best_r=np.zeros(P, np.int64), n_iss=np.zeros(P, np.int64),
+        pipe_free=np.zeros((P, ops.pipe_units.shape[0], max_units), np.int64),
+        line_ready=np.zeros(n_lines + cfg.icache_prefetch + 1, np.int64),
+        queue=np.zeros(4, np.float64))
+
+
+@numba.njit(cache=True, _nrt=False)
+def _start_block(r, blk, t, rows, cfg, st):
     """Put block ``blk`` into block slot ``r`` at clock ``t``: its warps' rows, fresh
     registers, and the scheduler's memory of the slot's old warps forgotten."""
-    slot_block[r] = blk
+    W = cfg.warps_per_block
+    P = cfg.sub_partitions
+    st.slot_block[r] = blk
     nl = 0
     for w in range(W):
         s = r * W + w
-        a = warp_off[blk * W + w]
-        b = warp_off[blk * W + w + 1]
-        ptr[s] = a
-        end[s] = b
-        wstart[s] = t + block_start
-        born[s] = t
+        a = rows.warp_off[blk * W + w]
+        b = rows.warp_off[blk * W + w + 1]
+        st.ptr[s] = a
+        st.end[s] = b
+        st.wstart[s] = t + cfg.block_start
+        st.born[s] = t
         for q in range(256):
-            reg_ready[s, q] = 0
-        mem_out[s] = 0
+            st.reg_ready[s, q] = 0
+        st.mem_out[s] = 0
         sp = s % P
         if b > a:
-            state[s] = _RUN
+            st.state[s] = _RUN
             nl += 1
-            sp_used[sp] = True
+            st.sp_used[sp] = True
         else:
-            state[s] = _DONE
-        if last[sp] == s:
-            last[sp] = -1
-    live[r] = nl
-    arrived[r] = 0
+            st.state[s] = _DONE
+        if st.last[sp] == s:
+            st.last[sp] = -1
+    st.live[r] = nl
+    st.arrived[r] = 0
 
 
-@numba.njit(cache=True)
-def run_sm(warp_off, n_blocks, warps_per_block, blocks_per_sm, sub_partitions, issue_width,
-           pc, icache_line_shift, icache_miss, icache_prefetch,
-           op, ndst, dst, nsrc, src, width, level, sectors, slots, l2_sectors, dram_sectors,
-           waves,
-           op_pipe, op_kind, op_lat, op_ii, op_span, pipe_units,
-           lat_l1, lat_shared, lat_l2, lat_dram, lat_const, lat_barrier, lat_store_load,
-           block_start,
-           l1_sectors_per_clk, store_sectors_per_clk, store_instr_clk, load_instr_clk,
-           l2_bytes_per_clk, dram_bytes_per_clk,
-           sector_bytes,
-           stall, pipe_busy, issued_pipe, warp_cycles):
-    """Simulate the blocks of one SM; returns the cycle at which the last one finishes.
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _slot_of(sp, kk, S, P, st):
+    """The warp slot a sub-partition looks at ``kk``-th (greedy: the last issued warp
+    first, then the others in slot, that is age, order), or -1. Sub-partition sp holds
+    slots sp, sp + P, ...: ceil((S - sp) / P) of them."""
+    if kk == 0:
+        return st.last[sp]
+    s = sp + (kk - 1) * P
+    if s >= S or s == st.last[sp]:
+        return -1
+    return s
 
-    ``warp_off[b * warps_per_block + w]`` .. ``warp_off[... + 1]`` are the rows of warp w of
-    the SM's b-th block. ``stall[sp, reason]`` and ``pipe_busy[pipe]`` (unit-busy clocks)
-    are accumulated in place; ``issued_pipe[pipe]`` counts issued instructions and
-    ``warp_cycles[0]`` the clocks warps were resident (for achieved occupancy).
-    ``lat_store_load``: clocks each global store a warp issued since its last global load
-    adds to that warp's next load (0: none). ``store_sectors_per_clk``: the sector slots
-    (``slots``, ``cache.store_slots``) of stores and reductions an SM sends to the L2 per
-    clock, which hold the SM's memory path as long, at least ``store_instr_clk`` an
-    instruction; loads behind them wait. 0: the L1's rate. (The L2's input port, which the
-    whole GPU's stores share, is a bound on the kernel: ``simulate.memory_bounds``.) A
-    global load holds the L1 for its sector slots at ``l1_sectors_per_clk``, at least
-    ``load_instr_clk``.
-    """
-    P = sub_partitions
-    W = warps_per_block
-    # Instruction cache of the SM, cold at the kernel's start: the clock at which each
-    # code line arrives (0 = never requested). A miss brings the line and the
-    # ``icache_prefetch`` lines after it (sequential prefetch).
-    n_lines = 1
-    for i in range(pc.shape[0]):
-        ln = (pc[i] >> icache_line_shift) + 1
-        if ln > n_lines:
-            n_lines = ln
-    line_ready = np.zeros(n_lines + icache_prefetch + 1, np.int64)
-    R = blocks_per_sm
-    S = R * W
-    n_pipes = pipe_units.shape[0]
-    max_units = 1
-    for p in range(n_pipes):
-        if pipe_units[p] > max_units:
-            max_units = pipe_units[p]
-    pipe_free = np.zeros((P, n_pipes, max_units), np.int64)
-    reg_ready = np.zeros((S, 256), np.int64)
-    reg_cause = np.zeros((S, 256), np.int8)
-    state = np.zeros(S, np.int8)
-    ptr = np.zeros(S, np.int64)
-    end = np.zeros(S, np.int64)
-    wstart = np.zeros(S, np.int64)
-    born = np.zeros(S, np.int64)
-    mem_out = np.zeros(S, np.int64)
-    stores = np.zeros(S, np.int64)  # global stores since the warp's last global load
-    slot_block = np.full(R, -1, np.int64)
-    live = np.zeros(R, np.int64)
-    arrived = np.zeros(R, np.int64)
-    last = np.full(P, -1, np.int64)
-    sp_used = np.zeros(P, np.bool_)
-    l1_free = 0.0
-    l2_free = 0.0
-    dram_free = 0.0
-    shm_free = 0.0
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _wait(s, sp, now, rows, ops, cfg, st):
+    """When warp slot ``s`` (running, not at a barrier) can issue its next instruction, why
+    it waits, and the pipe unit it would take: (clock, reason, unit); a clock not after
+    ``now`` means now."""
+    wstart = st.wstart
+    if wstart[s] > now:
+        return wstart[s], R_IDLE, 0
+    reg_ready, reg_cause, pipe_free = st.reg_ready, st.reg_cause, st.pipe_free
+    src, dst = rows.src, rows.dst
+    i = st.ptr[s]
+    cl = rows.pc[i] >> cfg.icache_line_shift
+    lr = st.line_ready
+    if lr[cl] == 0:
+        for q in range(cfg.icache_prefetch + 1):
+            if lr[cl + q] == 0:
+                lr[cl + q] = now + cfg.icache_miss + q
+    if lr[cl] > now:
+        return lr[cl], R_FETCH, 0
+    o = rows.op[i]
+    k = ops.kind[o]
+    p = ops.pipe[o]
+    t_dep = np.int64(0)
+    cause = R_DEPENDENCY
+    for j in range(rows.nsrc[i]):
+        rg = src[i, j]
+        if rg >= 0 and rg < 255:
+            if reg_ready[s, rg] > t_dep:
+                t_dep = reg_ready[s, rg]
+                cause = reg_cause[s, rg]
+    for j in range(rows.ndst[i]):
+        rg = dst[i, j]
+        if rg >= 0 and rg < 255:
+            if reg_ready[s, rg] > t_dep:
+                t_dep = reg_ready[s, rg]
+                cause = reg_cause[s, rg]
+    if k == K_FENCE:
+        if st.mem_out[s] > t_dep:
+            t_dep = st.mem_out[s]
+            cause = R_SYNC
+    u_best = 0
+    t_pipe = pipe_free[sp, p, 0]
+    for u in range(1, ops.pipe_units[p]):
+        if pipe_free[sp, p, u] < t_pipe:
+            t_pipe = pipe_free[sp, p, u]
+            u_best = u
+    if t_dep > now or t_pipe > now:
+        if t_dep >= t_pipe:
+            return t_dep, cause, u_best
+        return t_pipe, R_PIPE, u_best
+    return now, R_SELECTED, u_best
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _global_access(i, k, s, now, rows, cfg, st):
+    """A global memory instruction of warp slot ``s`` issued at ``now`` through the SM's
+    L1 path, its share of the L2 and of the DRAM (token buckets): the clock its result is
+    ready and the reason its wait is charged to."""
+    q = st.queue
+    ns = rows.sectors[i]
+    t1 = max(float(now), q[QUEUE_L1])
+    if (k == K_STORE_GLOBAL or k == K_REDUCTION) and ns > 0:
+        q[QUEUE_L1] = t1 + max(cfg.store_instr_clk, rows.slots[i] / cfg.store_sectors_per_clk)
+    elif k == K_LOAD_GLOBAL and ns > 0:
+        q[QUEUE_L1] = t1 + max(cfg.load_instr_clk, ns / cfg.l1_sectors_per_clk)
+    else:
+        q[QUEUE_L1] = t1 + ns / cfg.l1_sectors_per_clk
+    t2 = t1
+    t3 = t1
+    lv = rows.level[i]
+    if k == K_ATOMIC or k == K_REDUCTION:
+        if lv < 1:
+            lv = 1
+    if rows.l2[i] > 0:
+        t2 = max(t1, q[QUEUE_L2])
+        q[QUEUE_L2] = t2 + rows.l2[i] * cfg.sector_bytes / cfg.l2_bytes_per_clk
+        t3 = t2
+    if rows.dram[i] > 0:
+        t3 = max(t2, q[QUEUE_DRAM])
+        q[QUEUE_DRAM] = t3 + rows.dram[i] * cfg.sector_bytes / cfg.dram_bytes_per_clk
+    if ns == 0:
+        lat = cfg.lat_l1
+    elif lv == 0:
+        lat = cfg.lat_l1
+    elif lv == 1:
+        lat = cfg.lat_l2
+    else:
+        lat = cfg.lat_dram
+    if k == K_STORE_GLOBAL:
+        if ns > 0:  # a store whose lanes are all predicated off is none
+            st.stores[s] += 1
+    elif k == K_LOAD_GLOBAL and ns > 0:
+        lat += cfg.lat_store_load * st.stores[s]
+        st.stores[s] = 0
+    ready = np.int64(t3 + lat + 0.999)
+    q1 = t1 - now
+    q2 = t2 - t1
+    q3 = t3 - t2
+    qmax = max(q1, max(q2, q3))
+    rcause = R_MEM_LATENCY
+    if qmax > 0.5 * lat:
+        if q3 == qmax:
+            rcause = R_DRAM_BW
+        elif q2 == qmax:
+            rcause = R_L2_BW
+        else:
+            rcause = R_LSU
+    if ready > st.mem_out[s]:
+        st.mem_out[s] = ready
+    return ready, rcause
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
+    """Issue warp slot ``s``'s next instruction at ``now`` on unit ``u_best`` of its pipe:
+    the unit busy, the result's ready clock in the destination registers. Returns that
+    clock."""
+    reg_ready, reg_cause, dst = st.reg_ready, st.reg_cause, rows.dst
+    i = st.ptr[s]
+    o = rows.op[i]
+    k = ops.kind[o]
+    p = ops.pipe[o]
+    st.n_iss[sp] += 1
+    st.last[sp] = s
+    ii = ops.initiation[o]
+    st.pipe_free[sp, p, u_best] = now + ii
+    out.pipe_busy[p] += ii
+    out.issued_pipe[p] += 1
+    st.ptr[s] = i + 1
+    ready = now + ops.latency[o]
+    rcause = R_DEPENDENCY
+    if k == K_LOAD_GLOBAL or k == K_ATOMIC or k == K_STORE_GLOBAL \
+            or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH:
+        ready, rcause = _global_access(i, k, s, now, rows, cfg, st)
+    elif k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
+        t1 = max(float(now), st.queue[QUEUE_SHARED])
+        st.queue[QUEUE_SHARED] = t1 + max(1, rows.waves[i])
+        ready = np.int64(t1 + cfg.lat_shared + 0.999)
+        rcause = R_MEM_LATENCY
+        if t1 - now > 0.5 * cfg.lat_shared:
+            rcause = R_LSU
+    elif k == K_LOAD_CONST:
+        ready = now + cfg.lat_const
+        rcause = R_MEM_LATENCY
+    span = ops.span[o]
+    w = rows.width[i]
+    if w > 4 and (k == K_LOAD_GLOBAL or k == K_LOAD_SHARED or k == K_ATOMIC):
+        span = max(span, w // 4)
+    for j in range(rows.ndst[i]):
+        rg = dst[i, j]
+        if rg >= 0 and rg < 255:
+            for q in range(span):
+                if rg + q < 255:
+                    reg_ready[s, rg + q] = ready
+                    reg_cause[s, rg + q] = rcause
+    return ready
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
+    """After warp slot ``s`` issued an instruction of kind ``k``: the warp at its barrier or
+    done, the barrier opened when every live warp of its block arrived, the next block
+    started in a slot its block left. Returns (next_block, finish, whether a block
+    started). (EXIT under a predicate retires some lanes only: a warp is done when its
+    trace ends.)"""
+    W = cfg.warps_per_block
+    r = s // W
+    done = st.ptr[s] >= st.end[s]
+    if k == K_BARRIER and not done:
+        st.state[s] = _BAR
+        st.arrived[r] += 1
+    if done:
+        st.state[s] = _DONE
+        st.live[r] -= 1
+        out.warp_cycles[0] += now + 1 - st.born[s]
+        if st.mem_out[s] > finish:
+            finish = st.mem_out[s]
+    if st.live[r] > 0 and st.arrived[r] >= st.live[r]:
+        st.arrived[r] = 0
+        for w in range(W):
+            s2 = r * W + w
+            if st.state[s2] == _BAR:
+                st.state[s2] = _RUN
+                st.wstart[s2] = now + cfg.lat_barrier
+    started = False
+    if st.live[r] == 0:
+        # The block is done: the block scheduler starts the next one here.
+        if next_block < cfg.n_blocks:
+            _start_block(r, next_block, now + 1, rows, cfg, st)
+            next_block += 1
+            started = True
+        else:
+            st.slot_block[r] = -1
+    return next_block, finish, started
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _schedule(sp, now, next_block, finish, rows, ops, cfg, st, out):
+    """One clock of sub-partition ``sp``'s scheduler: up to ``issue_width`` ready warps
+    issue, the nearest wait of the others noted (``st.best_t``, ``st.best_r``). Returns
+    (next_block, finish, any warp live, any issued)."""
+    S = cfg.blocks_per_sm * cfg.warps_per_block
+    P = cfg.sub_partitions
+    any_live = False
+    issued_any = False
+    st.n_iss[sp] = 0
+    st.best_t[sp] = _INF
+    st.best_r[sp] = R_IDLE
+    for kk in range(-(-S // P) + 1):
+        if st.n_iss[sp] >= cfg.issue_width:
+            break
+        s = _slot_of(sp, kk, S, P, st)
+        if s < 0:
+            continue
+        state = st.state[s]
+        if state == _EMPTY or state == _DONE:
+            continue
+        any_live = True
+        if state == _BAR:
+            if st.best_t[sp] == _INF:
+                st.best_r[sp] = R_SYNC
+            continue
+        t, reason, u_best = _wait(s, sp, now, rows, ops, cfg, st)
+        if t > now:
+            if t < st.best_t[sp]:
+                st.best_t[sp] = t
+                st.best_r[sp] = reason
+            continue
+        k = ops.kind[rows.op[st.ptr[s]]]
+        ready = _issue(s, sp, u_best, now, rows, ops, cfg, st, out)
+        issued_any = True
+        if ready > finish:
+            finish = ready
+        next_block, finish, started = _retire(s, k, now, next_block, finish, rows, cfg, st,
+                                              out)
+        if started:
+            any_live = True
+    return next_block, finish, any_live, issued_any
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _advance(now, issued_any, cfg, st, out):
+    """The clocks to the next event (1 after an issue; else to the nearest wait), each
+    sub-partition's clocks charged to its reason. Returns the clocks, or -1 when nothing
+    can ever become ready (a barrier deadlock)."""
+    P = cfg.sub_partitions
+    if issued_any:
+        dt = np.int64(1)
+    else:
+        dt = _INF
+        for sp in range(P):
+            if st.best_t[sp] < dt:
+                dt = st.best_t[sp]
+        dt = dt - now
+        if dt < 1:
+            dt = np.int64(1)
+        if dt > (np.int64(1) << 40):
+            return np.int64(-1)
+    for sp in range(P):
+        if st.n_iss[sp] > 0:
+            out.stall[sp, R_SELECTED] += 1
+            if dt > 1:
+                out.stall[sp, st.best_r[sp]] += dt - 1
+        else:
+            out.stall[sp, st.best_r[sp]] += dt
+    return dt
+
+
+@numba.njit(cache=True, _nrt=False)
+def run_sm(rows, ops, cfg, st, out):
+    """Simulate the blocks of one SM (``rows``: ``SmRows``; ``ops``: ``OpTiming``;
+    ``cfg``: ``SmConfig``; ``st``: a fresh ``new_state``); returns the cycle at which the
+    last one finishes, ``out`` (``SmCounters``) accumulated in place."""
+    P = cfg.sub_partitions
     next_block = 0
     now = np.int64(0)
     finish = np.int64(0)
-
-    # Start the first blocks.
-    for r in range(R):
-        if next_block < n_blocks:
-            _start_block(r, next_block, now, W, P, warp_off, block_start, slot_block, live,
-                         arrived, ptr, end, wstart, born, reg_ready, mem_out, state, sp_used,
-                         last)
+    for r in range(cfg.blocks_per_sm):
+        if next_block < cfg.n_blocks:
+            _start_block(r, next_block, now, rows, cfg, st)
             next_block += 1
-
-    best_t = np.zeros(P, np.int64)
-    best_r = np.zeros(P, np.int64)
-    n_iss = np.zeros(P, np.int64)
     while True:
         any_live = False
         issued_any = False
         for sp in range(P):
-            n_iss[sp] = 0
-            best_t[sp] = _INF
-            best_r[sp] = R_IDLE
-            # Greedy: the last issued warp first, then the others in slot (age) order.
-            # Sub-partition sp holds slots sp, sp + P, ...: ceil((S - sp) / P) of them, so
-            # the count is rounded up (rounding down skipped the last slots, and with fewer
-            # slots than sub-partitions every slot: a 1-warp-per-SM kernel never issued).
-            for kk in range(-(-S // P) + 1):
-                if n_iss[sp] >= issue_width:
-                    break
-                if kk == 0:
-                    s = last[sp]
-                    if s < 0:
-                        continue
-                else:
-                    s = sp + (kk - 1) * P
-                    if s >= S or s == last[sp]:
-                        continue
-                st = state[s]
-                if st == _EMPTY or st == _DONE:
-                    continue
-                any_live = True
-                if st == _BAR:
-                    if best_t[sp] == _INF:
-                        best_r[sp] = R_SYNC
-                    continue
-                if wstart[s] > now:
-                    if wstart[s] < best_t[sp]:
-                        best_t[sp] = wstart[s]
-                        best_r[sp] = R_IDLE
-                    continue
-                i = ptr[s]
-                cl = pc[i] >> icache_line_shift
-                if line_ready[cl] == 0:
-                    for q in range(icache_prefetch + 1):
-                        if line_ready[cl + q] == 0:
-                            line_ready[cl + q] = now + icache_miss + q
-                if line_ready[cl] > now:
-                    if line_ready[cl] < best_t[sp]:
-                        best_t[sp] = line_ready[cl]
-                        best_r[sp] = R_FETCH
-                    continue
-                o = op[i]
-                k = op_kind[o]
-                p = op_pipe[o]
-                t_dep = np.int64(0)
-                cause = R_DEPENDENCY
-                for j in range(nsrc[i]):
-                    rg = src[i, j]
-                    if rg >= 0 and rg < 255:
-                        if reg_ready[s, rg] > t_dep:
-                            t_dep = reg_ready[s, rg]
-                            cause = reg_cause[s, rg]
-                for j in range(ndst[i]):
-                    rg = dst[i, j]
-                    if rg >= 0 and rg < 255:
-                        if reg_ready[s, rg] > t_dep:
-                            t_dep = reg_ready[s, rg]
-                            cause = reg_cause[s, rg]
-                if k == K_FENCE:
-                    if mem_out[s] > t_dep:
-                        t_dep = mem_out[s]
-                        cause = R_SYNC
-                u_best = 0
-                t_pipe = pipe_free[sp, p, 0]
-                for u in range(1, pipe_units[p]):
-                    if pipe_free[sp, p, u] < t_pipe:
-                        t_pipe = pipe_free[sp, p, u]
-                        u_best = u
-                if t_dep > now or t_pipe > now:
-                    if t_dep >= t_pipe:
-                        t = t_dep
-                        rr = cause
-                    else:
-                        t = t_pipe
-                        rr = R_PIPE
-                    if t < best_t[sp]:
-                        best_t[sp] = t
-                        best_r[sp] = rr
-                    continue
-                # ---- issue
-                n_iss[sp] += 1
-                issued_any = True
-                last[sp] = s
-                ii = op_ii[o]
-                pipe_free[sp, p, u_best] = now + ii
-                pipe_busy[p] += ii
-                issued_pipe[p] += 1
-                ptr[s] = i + 1
-                ready = now + op_lat[o]
-                rcause = R_DEPENDENCY
-                if k == K_LOAD_GLOBAL or k == K_ATOMIC or k == K_STORE_GLOBAL \
-                        or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH:
-                    ns = sectors[i]
-                    t1 = max(float(now), l1_free)
-                    if store_sectors_per_clk > 0 and (k == K_STORE_GLOBAL or k == K_REDUCTION) \
-                            and ns > 0:
-                        l1_free = t1 + max(store_instr_clk, slots[i] / store_sectors_per_clk)
-                    elif k == K_LOAD_GLOBAL and ns > 0:
-                        l1_free = t1 + max(load_instr_clk, ns / l1_sectors_per_clk)
-                    else:
-                        l1_free = t1 + ns / l1_sectors_per_clk
-                    t2 = t1
-                    t3 = t1
-                    lv = level[i]
-                    if k == K_ATOMIC or k == K_REDUCTION:
-                        if lv < 1:
-                            lv = 1
-                    if l2_sectors[i] > 0:
-                        t2 = max(t1, l2_free)
-                        l2_free = t2 + l2_sectors[i] * sector_bytes / l2_bytes_per_clk
-                        t3 = t2
-                    if dram_sectors[i] > 0:
-                        t3 = max(t2, dram_free)
-                        dram_free = t3 + dram_sectors[i] * sector_bytes / dram_bytes_per_clk
-                    if ns == 0:
-                        lat = lat_l1
-                    elif lv == 0:
-                        lat = lat_l1
-                    elif lv == 1:
-                        lat = lat_l2
-                    else:
-                        lat = lat_dram
-                    if k == K_STORE_GLOBAL:
-                        if ns > 0:  # a store whose lanes are all predicated off is none
-                            stores[s] += 1
-                    elif k == K_LOAD_GLOBAL and ns > 0:
-                        lat += lat_store_load * stores[s]
-                        stores[s] = 0
-                    ready = np.int64(t3 + lat + 0.999)
-                    q1 = t1 - now
-                    q2 = t2 - t1
-                    q3 = t3 - t2
-                    qmax = max(q1, max(q2, q3))
-                    rcause = R_MEM_LATENCY
-                    if qmax > 0.5 * lat:
-                        if q3 == qmax:
-                            rcause = R_DRAM_BW
-                        elif q2 == qmax:
-                            rcause = R_L2_BW
-                        else:
-                            rcause = R_LSU
-                    if ready > mem_out[s]:
-                        mem_out[s] = ready
-                elif k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
-                    t1 = max(float(now), shm_free)
-                    shm_free = t1 + max(1, waves[i])
-                    ready = np.int64(t1 + lat_shared + 0.999)
-                    rcause = R_MEM_LATENCY
-                    if t1 - now > 0.5 * lat_shared:
-                        rcause = R_LSU
-                elif k == K_LOAD_CONST:
-                    ready = now + lat_const
-                    rcause = R_MEM_LATENCY
-                if ready > finish:
-                    finish = ready
-                span = op_span[o]
-                if width[i] > 4 and (k == K_LOAD_GLOBAL or k == K_LOAD_SHARED
-                                     or k == K_ATOMIC):
-                    span = max(span, width[i] // 4)
-                for j in range(ndst[i]):
-                    rg = dst[i, j]
-                    if rg >= 0 and rg < 255:
-                        for q in range(span):
-                            if rg + q < 255:
-                                reg_ready[s, rg + q] = ready
-                                reg_cause[s, rg + q] = rcause
-                r = s // W
-                # EXIT under a predicate retires some lanes only: a warp is done when its
-                # trace ends.
-                done = ptr[s] >= end[s]
-                if k == K_BARRIER and not done:
-                    state[s] = _BAR
-                    arrived[r] += 1
-                if done:
-                    state[s] = _DONE
-                    live[r] -= 1
-                    warp_cycles[0] += now + 1 - born[s]
-                    if mem_out[s] > finish:
-                        finish = mem_out[s]
-                # A barrier opens when every live warp of the block has arrived.
-                if live[r] > 0 and arrived[r] >= live[r]:
-                    arrived[r] = 0
-                    for w in range(W):
-                        s2 = r * W + w
-                        if state[s2] == _BAR:
-                            state[s2] = _RUN
-                            wstart[s2] = now + lat_barrier
-                if live[r] == 0:
-                    # The block is done: the block scheduler starts the next one here.
-                    if next_block < n_blocks:
-                        _start_block(r, next_block, now + 1, W, P, warp_off, block_start,
-                                     slot_block, live, arrived, ptr, end, wstart, born,
-                                     reg_ready, mem_out, state, sp_used, last)
-                        next_block += 1
-                        any_live = True
-                    else:
-                        slot_block[r] = -1
+            next_block, finish, live, issued = _schedule(sp, now, next_block, finish, rows,
+                                                         ops, cfg, st, out)
+            any_live = any_live or live
+            issued_any = issued_any or issued
         if not any_live:
             break
-        if issued_any:
-            dt = np.int64(1)
-        else:
-            dt = _INF
-            for sp in range(P):
-                if best_t[sp] < dt:
-                    dt = best_t[sp]
-            dt = dt - now
-            if dt < 1:
-                dt = np.int64(1)
-            if dt > (np.int64(1) << 40):
-                dt = np.int64(1)  # nothing can ever become ready: a barrier deadlock
-                break
-        for sp in range(P):
-            if n_iss[sp] > 0:
-                stall[sp, R_SELECTED] += 1
-                if dt > 1:
-                    stall[sp, best_r[sp]] += dt - 1
-            else:
-                stall[sp, best_r[sp]] += dt
+        dt = _advance(now, issued_any, cfg, st, out)
+        if dt < 0:
+            break  # a barrier deadlock
         now += dt
     if finish < now:
         finish = now
     # The drain after the last issue (outstanding loads, stores) counts as memory latency.
     for sp in range(P):
-        if sp_used[sp]:
-            stall[sp, R_MEM_LATENCY] += finish - now
+        if st.sp_used[sp]:
+            out.stall[sp, R_MEM_LATENCY] += finish - now
         else:
-            stall[sp, :] = 0
+            out.stall[sp, :] = 0
     return finish

@@ -96,17 +96,13 @@ def occupancy(launch: Launch, gpu) -> Occupancy:
     return Occupancy(max(1, limits[limiter]), wpb, limiter)
 
 
-def l1_bytes(launch: Launch, occ: Occupancy, gpu, headroom: float = 0.0) -> int:
+def l1_bytes(launch: Launch, occ: Occupancy, gpu, headroom: float) -> int:
     """L1 data cache left beside the shared memory the resident blocks use, the rest of the
-    SRAM being L1. ``headroom`` 0: the smallest carve-out that holds the blocks' own shared
-    memory. Otherwise what the H100's driver does: every block holds ``SHMEM_RESERVED``
+    SRAM being L1, as the H100's driver carves it: every block holds ``SHMEM_RESERVED``
     bytes, shared memory or not, and the carve-out is the smallest of at least ``headroom``
-    times what the resident blocks hold (``ModelParams.l1_carveout_headroom``)."""
+    times what the resident blocks hold (``ModelParams.l1.carveout_headroom``)."""
     l1 = gpu.sm.l1
-    if headroom:
-        need = headroom * occ.blocks_per_sm * (launch.shmem + SHMEM_RESERVED)
-    else:
-        need = occ.blocks_per_sm * (launch.shmem + SHMEM_RESERVED) if launch.shmem else 0
+    need = headroom * occ.blocks_per_sm * (launch.shmem + SHMEM_RESERVED)
     carve = next((c.bytes for c in sorted(l1.shared_carveouts) if c.bytes >= need),
                  l1.max_shared_per_sm.bytes)
     return max(l1.line.bytes * l1.sets, l1.size.bytes - carve)

@@ -1,50 +1,38 @@
 """The model's own constants: what is not a property of the GPU but of how the model
-approximates it. Each says where its value comes from; the calibrated ones were fitted on
-the ``mamba1_scan_step`` H100 records only (``bench/bench_model.py --fit``), so that
-``mamba2_lm_partial`` stays held out; ``l2_dirty_share`` on ``mamba2_lm-130m``'s DRAM writes
-only (``--fit-dirty``).
+approximates it, grouped by the part they describe. Each says the measurement that set it;
+the ones called calibrated were fitted on the ``mamba1_scan_step`` H100 records only
+(``bench/bench_model.py --fit``), so that ``mamba2_lm_partial`` stays held out.
+
+A setting is named ``group.field`` (``l2.dirty_share``): ``ModelParams.with_`` and a
+backend job's ``options["params"]`` take such names.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import dataclasses
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
-class ModelParams:
+class LaunchParams:
     #: Cycles from launch to the first block and from the last block's end to the kernel's
     #: end, as ncu's gpc__cycles_elapsed.max counts them (launch, block distribution, drain,
     #: memory flush). Calibrated: tiny kernels take ~4,500 elapsed cycles of which ~700 are
     #: SM-active.
-    launch_cycles: float = 3800.0
-    #: The GPU ``launch_cycles`` was fitted on: what an empty kernel lasts there in a stream
-    #: (the H100's ``empty_kernel_ns``). A GPU whose description says otherwise takes the
+    cycles: float = 3800.0
+    #: The GPU ``cycles`` was fitted on: what an empty kernel lasts there in a stream (the
+    #: H100's ``empty_kernel_ns``). A GPU whose description says otherwise takes the
     #: difference, in its core clocks, on every kernel (``combine.launch_cycles``): the
     #: H200's front end is 0.32 us quicker, which every sub-2-us kernel of the paper steps
     #: shows (0.22 us median; bench/device/launch_cost.py).
     empty_kernel_ref_ns: float = 896.0
-    #: DRAM load-to-use beyond the description's L2 hit latency plus DRAM access latency,
-    #: in nanoseconds (cold TLBs after ncu's cache flush, the memory controller's queues,
-    #: the crossbar); calibrated.
-    dram_extra_latency: float = 250.0
-    #: DRAM queueing under the kernel's own load, in nanoseconds: load-to-use grows by this
-    #: times load / (1 - load) (``simulate.dram_load_latency``), the load being the share of
-    #: the sustainable DRAM bandwidth the kernel keeps busy. Fitted on the pointer chase of
-    #: bench/device/mem_rows.cu on the H100 (ncu-timed, loads 0.3-0.9, the wait over the
-    #: lightest launch's: bench/bench_mem.py --fit); 0 turns it off.
-    dram_queue_latency: float = 62.0
-    #: A byte written loads the DRAM for the reads' wait this many times a byte read (the
-    #: write-to-read turnarounds): fitted on the same chase with 1 or 2 lines written per
-    #: step (bench/bench_mem.py --fit).
-    dram_queue_write_weight: float = 3.3
-    #: The load the wait is capped at: above it the bandwidth bound (the issue loop's DRAM
-    #: share) holds a kernel back, and a queue term would count that wait twice. Chosen.
-    dram_queue_max_load: float = 0.8
-    #: Kernels whose load at the unloaded latency is below this run the issue loop once:
-    #: their wait is under 16 ns, and each further run costs what the first does. Chosen.
-    dram_queue_min_load: float = 0.2
     #: Clocks between a block slot freeing and the next block's first issue.
     block_start_cycles: int = 50
+
+
+@dataclass(frozen=True)
+class IssueParams:
     #: Clocks from the last warp's arrival at a barrier to the warps' next issue.
     barrier_latency: int = 20
     #: Load-to-use of a constant-cache hit, in L1 hit latencies.
@@ -55,108 +43,151 @@ class ModelParams:
     #: Instruction-cache miss latency in DRAM load-to-use latencies: the code of a kernel
     #: is not in any cache after ncu's flush; calibrated.
     icache_miss_dram_share: float = 0.5
-    #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
-    dram_efficiency: float = 0.9
+
+
+@dataclass(frozen=True)
+class L1Params:
+    #: The shared-memory carve-out the driver picks, as a multiple of what the resident
+    #: blocks hold (their shared memory and the 1 KB each the runtime reserves, kernels
+    #: without shared memory too): the smallest carve-out of at least this. ncu's
+    #: ``launch__shared_mem_config_size`` over the shipped sets' launches: 2 picks the
+    #: driver's carve-out for 74% of them; a 2,048-block copy runs with 32 KB carved out,
+    #: an L1 of 224 KB, not 256 (``occupancy.l1_bytes``).
+    carveout_headroom: float = 2.0
+    #: An SM's L1 takes at most this many sectors a clock from the L2 (its miss path): 16-
+    #: byte lanes and lines read whole, on 32 SMs where the L2 has room (load_shapes.cu,
+    #: fitted by bench/bench_mem.py --fit).
+    miss_sectors_per_clk: float = 1.99
+    #: The fewest clocks a global load instruction holds the SM's L1, whatever it reads
+    #: (a whole line, bf16 lanes, two lines of a sector: 3.6-4.2 clocks each on 32 SMs,
+    #: load_shapes.cu; bench/bench_mem.py --fit).
+    load_instr_clk: float = 3.95
+    #: An alternative, off: judge the L1 reuse of lines only one block reads on its SM, as
+    #: private reuse does the L2's (by the warp that touched the line last), rather than
+    #: of lines one warp reads. It takes the LM-head softmax's logits to ncu's 2.7 reads
+    #: but slows the tiny sets' cutlass GEMMs (bench/RESULTS.md, *private rows*).
+    crowding_by_block: bool = False
+
+
+@dataclass(frozen=True)
+class L2Params:
     #: Share of the L2's capacity that still holds dirty data when a kernel ends: the rest
     #: of what the kernel wrote went to DRAM while it ran (``carry.limit_dirty``). Fitted on
-    #: the ``mamba2_lm-130m`` H100 records' DRAM writes only (bench/bench_model.py).
-    l2_dirty_share: float = 0.3
-    #: Judge a warp's L2 reuse of lines only its block touches at the reuse distance the
-    #: resident warps make (``cache._private_reuse``): the LM-head softmax's 264 resident
-    #: 201 KB rows do not fit the L2, and every pass re-reads them from DRAM.
-    private_reuse: bool = True
-    #: The share of the L2 such reuse finds: on the H100 a kernel whose resident blocks
-    #: re-read private rows keeps half of them at ~40 MB of its 52 MB (the H200 at 47 of
-    #: 63), at 132, 64 or 32 SMs alike. Fitted on the H100 runs of bench/device/mem_rows.cu's
-    #: rows (bench/bench_mem.py --fit); the H200's held out.
-    l2_private_capacity: float = 0.79
-    #: Count the kernel's writes in that reuse distance (its L2 traffic per read): the
-    #: resident warps' output passes through the L2 between two reads of a row. On the
-    #: H100, rows whose last pass writes them out keep half their re-reads at 29.3 MB, not
-    #: 39.8 (bench/device/mem_rows.cu's ``rowsw``, held out of the fit above).
-    private_reuse_counts_writes: bool = True
-    #: What each global store a warp issued since its last global load adds to that load's
-    #: latency, in ns (0: nothing). The pointer chase measured it on the H100: one line
-    #: written per step makes the next load wait 185 ns longer, two lines 302
-    #: (bench/bench_mem.py); least squares per store, 157. An option, off: on top of the
-    #: store path it costs the tiny sets and the fit set up to 1.7 points of MAPE and helps
-    #: one paper set (bench/RESULTS.md, *an SM's stores*).
-    store_load_ns: float = 0.0
-    #: An SM's store path, in sector slots a clock: a store or reduction holds the SM's
-    #: memory path for its slots (per line it writes, its sectors, at least
-    #: ``store_min_sectors``) at this rate, and at least ``store_instr_clk``; the SM's loads
-    #: wait behind it (0: stores go at the L1's 4 sectors a clock). Measured on the H100
-    #: in green contexts of 32 SMs, where the L2's input port has room
-    #: (bench/device/store_shapes.cu: 12 shapes of store, fitted by bench/bench_mem.py).
-    store_sectors_per_clk: float = 0.97
-    #: The fewest sector slots a written line takes, in the SM's store path and the L2's
-    #: input port: one or two sectors of a line go in the time of two.
-    store_min_sectors: int = 2
-    #: The fewest clocks a store instruction holds the SM's store path, whatever it writes
-    #: (bf16 lanes, one sector, a masked quarter of a warp: 3.3-4.7 clocks each).
-    store_instr_clk: float = 4.2
+    #: the ``mamba2_lm-130m`` H100 records' DRAM writes only (bench/bench_model.py
+    #: --fit-dirty).
+    dirty_share: float = 0.3
+    #: The share of the L2 a warp's reuse of lines only its block touches finds
+    #: (``cache._private_reuse``): on the H100 a kernel whose resident blocks re-read
+    #: private rows keeps half of them at ~40 MB of its 52 MB (the H200 at 47 of 63), at
+    #: 132, 64 or 32 SMs alike. Fitted on the H100 runs of bench/device/mem_rows.cu's rows
+    #: (bench/bench_mem.py --fit); the H200's held out. The kernel's writes count in that
+    #: reuse distance (its L2 traffic per read): on the H100, rows whose last pass writes
+    #: them out keep half their re-reads at 29.3 MB, not 39.8 (mem_rows.cu's ``rowsw``,
+    #: held out of the fit).
+    private_capacity: float = 0.79
     #: The L2's input port (crossbar to L2) takes the whole GPU's store slots at this share
     #: of the L2's bandwidth (69 slots a clock on the H100 against the model's 160 sectors:
     #: five shapes of store on 132 SMs agree to 1%): a bound on the kernel beside the
     #: L2's and the DRAM's (``simulate.memory_bounds``), not a share each SM holds: shared
     #: out per SM it slowed kernels that store at their blocks' end past ncu's time
-    #: (bench/RESULTS.md, *The shapes of a store*) (0: no port).
-    l2_write_share: float = 0.43
-    #: Judge a warp's L1 reuse of lines only it reads on its SM at the lines the SM's
-    #: resident warps touch meanwhile (``cache.mark_l1_owners``). Unlike
-    #: ``private_reuse`` it does not move with the SM count (an SM's resident warps do not).
-    l1_crowding: bool = True
-    #: Judge the L1 reuse of lines only one block reads on its SM, as private reuse does
-    #: the L2's (by the warp that touched the line last), rather than of lines one warp reads.
-    l1_crowding_by_block: bool = False
-    #: The L1 takes a cycle per 128-byte line a global access touches (``cache``), hit or
-    #: miss: uncoalesced lanes cost a line each, not a quarter of one. Measured on the H100
-    #: (bench/device/load_shapes.cu): loads of 8, 16 or 32 lines of a sector each take 1.0-
-    #: 1.1 clocks a line on 32 SMs, and as long with half of them hitting the L1.
-    l1_line_cycles: bool = True
-    #: The shared-memory carve-out the driver picks, as a multiple of what the resident
-    #: blocks hold (their shared memory and the 1 KB each the runtime reserves, kernels
-    #: without shared memory too): the smallest carve-out of at least this. ncu's
-    #: ``launch__shared_mem_config_size`` over the shipped sets' launches: 2 picks the
-    #: driver's carve-out for 74% of them, the rule before (the blocks' own shared memory
-    #: only, none for kernels without) for 19%; a 2,048-block copy runs with 32 KB carved
-    #: out, an L1 of 224 KB, not 256 (``occupancy.l1_bytes``). 0: that rule before.
-    l1_carveout_headroom: float = 2.0
-    #: An SM's L1 takes at most this many sectors a clock from the L2 (its miss path): 16-
-    #: byte lanes and lines read whole, on 32 SMs where the L2 has room (load_shapes.cu,
-    #: fitted by bench/bench_mem.py --fit); 0: the L1's banks.
-    l2_sm_sectors_per_clk: float = 1.99
-    #: The fewest clocks a global load instruction holds the SM's L1, whatever it reads
-    #: (a whole line, bf16 lanes, two lines of a sector: 3.6-4.2 clocks each on 32 SMs,
-    #: load_shapes.cu; bench/bench_mem.py --fit); 0: none.
-    load_instr_clk: float = 3.95
+    #: (bench/RESULTS.md, *The shapes of a store*).
+    write_share: float = 0.43
     #: The L2's read side, whole GPU, as shares of the model's L2 bandwidth in sectors a
     #: clock (160 on the H100), for ``LDG`` loads (what was measured; not LDGSTS or TMA):
     #: sectors (120 a clock: loads of whole lines or of two sectors a line on 132 SMs)
     #: and requests, a line each (68 a clock: loads of one sector a line, which take 1.75
     #: sectors' time there); bounds on the kernel (``simulate.memory_bounds``) like
-    #: ``l2_write_share``. Fitted on load_shapes.cu (bench/bench_mem.py --fit); 0: none.
-    l2_read_share: float = 0.75
-    l2_read_request_share: float = 0.43
-    #: Extrapolate a sampled trace's DRAM reads by what its blocks share along each grid
-    #: dimension it spans in part (``sharing``): the heads of a Triton SSD kernel re-read
-    #: the same B and C, which scaling by block count counts once per head. Needs a trace
-    #: whose blocks span two values of a dimension (box sampling); a no-op otherwise.
-    sample_sharing: bool = True
+    #: ``write_share``. Fitted on load_shapes.cu (bench/bench_mem.py --fit).
+    read_share: float = 0.75
+    read_request_share: float = 0.43
+
+
+@dataclass(frozen=True)
+class DramParams:
+    #: DRAM load-to-use beyond the description's L2 hit latency plus DRAM access latency,
+    #: in nanoseconds (cold TLBs after ncu's cache flush, the memory controller's queues,
+    #: the crossbar); calibrated.
+    extra_latency: float = 250.0
+    #: DRAM queueing under the kernel's own load, in nanoseconds: load-to-use grows by this
+    #: times load / (1 - load) (``simulate.dram_load_latency``), the load being the share of
+    #: the sustainable DRAM bandwidth the kernel keeps busy. Fitted on the pointer chase of
+    #: bench/device/mem_rows.cu on the H100 (ncu-timed, loads 0.3-0.9, the wait over the
+    #: lightest launch's: bench/bench_mem.py --fit).
+    queue_latency: float = 62.0
+    #: A byte written loads the DRAM for the reads' wait this many times a byte read (the
+    #: write-to-read turnarounds): fitted on the same chase with 1 or 2 lines written per
+    #: step (bench/bench_mem.py --fit).
+    queue_write_weight: float = 3.3
+    #: The load the wait is capped at: above it the bandwidth bound (the issue loop's DRAM
+    #: share) holds a kernel back, and a queue term would count that wait twice. Chosen.
+    queue_max_load: float = 0.8
+    #: Kernels whose load at the unloaded latency is below this run the issue loop once:
+    #: their wait is under 16 ns, and each further run costs what the first does. Chosen.
+    queue_min_load: float = 0.2
+    #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
+    efficiency: float = 0.9
+
+
+@dataclass(frozen=True)
+class StoreParams:
+    #: An SM's store path, in sector slots a clock: a store or reduction holds the SM's
+    #: memory path for its slots (per line it writes, its sectors, at least
+    #: ``min_sectors``) at this rate, and at least ``instr_clk``; the SM's loads wait
+    #: behind it. Measured on the H100 in green contexts of 32 SMs, where the L2's input
+    #: port has room (bench/device/store_shapes.cu: 12 shapes of store, fitted by
+    #: bench/bench_mem.py).
+    sectors_per_clk: float = 0.97
+    #: The fewest sector slots a written line takes, in the SM's store path and the L2's
+    #: input port: one or two sectors of a line go in the time of two.
+    min_sectors: int = 2
+    #: The fewest clocks a store instruction holds the SM's store path, whatever it writes
+    #: (bf16 lanes, one sector, a masked quarter of a warp: 3.3-4.7 clocks each).
+    instr_clk: float = 4.2
+    #: An alternative, off (0): what each global store a warp issued since its last global
+    #: load adds to that load's latency, in ns. The pointer chase measured it on the H100:
+    #: one line written per step makes the next load wait 185 ns longer, two lines 302
+    #: (bench/bench_mem.py); least squares per store, 157. On top of the store path it costs
+    #: the tiny sets and the fit set up to 1.7 points of MAPE and helps one paper set
+    #: (bench/RESULTS.md, *an SM's stores*).
+    load_ns: float = 0.0
+
+
+@dataclass(frozen=True)
+class GridParams:
     #: Kernel-name prefixes of persistent grids, whose blocks are workers that take tiles:
     #: cuBLAS's sm90 GEMMs launch at most one block per SM (grid 132 on the H100) whatever
     #: the problem size; the trace tells how they hand out tiles (``tiles``).
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)
-    #: Read how each persistent grid hands out its tiles from its trace (``tiles``: a
-    #: global atomic, dynamic; none, static, in rounds of its workers); False: every one
-    #: dynamic, as before model-1.12.
-    static_tiles: bool = True
-    #: Time a kernel at the clock the description's ``clock_limits`` give it (``clock``);
-    #: False: every kernel at the core clock, as before model-1.12.
-    kernel_clocks: bool = True
 
-    def with_(self, **changes) -> "ModelParams":
-        return replace(self, **changes)
 
+@dataclass(frozen=True)
+class ModelParams:
+    launch: LaunchParams = field(default_factory=LaunchParams)
+    issue: IssueParams = field(default_factory=IssueParams)
+    l1: L1Params = field(default_factory=L1Params)
+    l2: L2Params = field(default_factory=L2Params)
+    dram: DramParams = field(default_factory=DramParams)
+    stores: StoreParams = field(default_factory=StoreParams)
+    grid: GridParams = field(default_factory=GridParams)
+
+    def with_(self, **changes: Any) -> "ModelParams":
+        """These settings changed, each named ``group.field`` (``l2.dirty_share``)."""
+        groups: dict[str, dict[str, Any]] = {}
+        for name, value in changes.items():
+            group, _, key = name.partition(".")
+            sub = getattr(self, group, None) if group in _GROUPS else None
+            if sub is None or key not in {f.name for f in fields(sub)}:
+                raise KeyError(f"ModelParams: no setting {name!r}; the settings are "
+                               f"{', '.join(self.as_dict())}")
+            groups.setdefault(group, {})[key] = value
+        return replace(self, **{g: replace(getattr(self, g), **kv) for g, kv in groups.items()})
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every setting by its ``group.field`` name."""
+        return {f"{g}.{f.name}": getattr(getattr(self, g), f.name)
+                for g in _GROUPS for f in fields(getattr(self, g))}
+
+
+_GROUPS = tuple(f.name for f in dataclasses.fields(ModelParams))
 
 DEFAULT_PARAMS = ModelParams()

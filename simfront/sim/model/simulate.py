@@ -22,13 +22,15 @@ import numpy as np
 
 from simfront.core.errors import TraceFormatError
 from simfront.sim.model import sharing, tiles
-from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, global_bytes, l2_state,
+from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
+                                      MemRows, global_bytes, l1_sim, l2_sim, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
                                       simulate_memory, store_slots)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
 from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, N_PIPES,
                                        PIPE_INDEX, build_optable, pipe_timing)
-from simfront.sim.model.issue import N_REASONS, run_sm
+from simfront.sim.model.issue import (N_REASONS, OpTiming, SmConfig, SmCounters, SmRows,
+                                      new_state, run_sm)
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.traces.instructions import MAX_DST, MAX_SRC
@@ -80,61 +82,59 @@ def memory_latencies(gpu, params: ModelParams) -> dict[str, float]:
     plus the DRAM access latency converted from DRAM clocks, plus the calibrated extra)."""
     core = gpu.clocks.core.hz
     dram_lat = (gpu.l2.hit_latency + gpu.dram.latency * core / gpu.dram.clock.hz
-                + params.dram_extra_latency * core / 1e9)
+                + params.dram.extra_latency * core / 1e9)
     return {"l1": float(gpu.sm.l1.l1_latency), "shared": float(gpu.sm.l1.shared_latency),
             "l2": float(gpu.l2.hit_latency), "dram": float(dram_lat),
-            "const": float(gpu.sm.l1.l1_latency * params.const_latency_l1),
-            "fetch": float(dram_lat * params.icache_miss_dram_share)}
+            "const": float(gpu.sm.l1.l1_latency * params.issue.const_latency_l1),
+            "fetch": float(dram_lat * params.issue.icache_miss_dram_share)}
 
 
 def dram_load_latency(base: float, load: float, gpu, params: ModelParams) -> float:
     """DRAM load-to-use, in core clocks, when the kernel keeps the DRAM ``load`` busy (its
-    reads and ``dram_queue_write_weight`` times its writes over the sustainable
+    reads and ``dram.queue_write_weight`` times its writes over the sustainable
     bandwidth, per clock of the kernel): the unloaded latency plus a queue's wait,
-    ``dram_queue_latency * load / (1 - load)``, the load capped at ``dram_queue_max_load``
+    ``dram.queue_latency * load / (1 - load)``, the load capped at ``dram.queue_max_load``
     (beyond it the bandwidth bound, not the latency, holds the kernel back). The H100's
     loaded latency, fitted on bench/device/mem_rows.cu's pointer chase (bench/bench_mem.py)."""
-    r = min(max(load, 0.0), params.dram_queue_max_load)
-    return base + params.dram_queue_latency * gpu.clocks.core.hz / 1e9 * r / (1.0 - r)
+    r = min(max(load, 0.0), params.dram.queue_max_load)
+    return base + params.dram.queue_latency * gpu.clocks.core.hz / 1e9 * r / (1.0 - r)
 
 
 def memory_bounds(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
-                  l2_per_clk: float, port_slots_per_clk: float = 0.0,
-                  read_sectors_per_clk: float = 0.0,
-                  read_requests_per_clk: float = 0.0) -> tuple[float, float]:
+                  l2_per_clk: float, port_slots_per_clk: float,
+                  read_sectors_per_clk: float,
+                  read_requests_per_clk: float) -> tuple[float, float]:
     """The whole GPU's DRAM and L2 bandwidth bounds, in clocks, of a trace pass's totals
     (``cache.simulate_memory``): DRAM sectors read and written; L2 sectors, or where one is
     longer the stores' slots through the L2's input port (``totals[7]``,
     ``cache.store_slots``), the reads' sectors (``totals[9]``) or their requests, a line
-    each (``totals[8]``), through the L2's read side (a rate of 0: no such bound)."""
+    each (``totals[8]``), through the L2's read side."""
     t_l2 = float(totals[2]) * sector_bytes / l2_per_clk
     for n, rate in ((totals[7], port_slots_per_clk), (totals[9], read_sectors_per_clk),
                     (totals[8], read_requests_per_clk)):
-        if rate > 0:
-            t_l2 = max(t_l2, float(n) / rate)
+        t_l2 = max(t_l2, float(n) / rate)
     return float(totals[4] + totals[5]) * sector_bytes / dram_per_clk, t_l2
 
 
 def l2_side_rates(gpu, params: ModelParams) -> tuple[float, float, float]:
     """The L2's ports, whole GPU, as shares of its bandwidth in sectors a clock: the input
-    port in store slots (``l2_write_share``), the read side in sectors
-    (``l2_read_share``) and in requests, a line each (``l2_read_request_share``)."""
+    port in store slots (``l2.write_share``), the read side in sectors
+    (``l2.read_share``) and in requests, a line each (``l2.read_request_share``)."""
     sectors = bandwidths(gpu, params)["l2"] / gpu.l2.sector.bytes
-    return (params.l2_write_share * sectors, params.l2_read_share * sectors,
-            params.l2_read_request_share * sectors)
+    return (params.l2.write_share * sectors, params.l2.read_share * sectors,
+            params.l2.read_request_share * sectors)
 
 
 def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
     """Bytes per core clock, whole GPU: DRAM (times the sustainable share), L2, and the
     most one SM's L1 can take in per clock from beyond it (its banks, or the miss path's
-    ``l2_sm_sectors_per_clk`` where that is less)."""
+    ``l1.miss_sectors_per_clk`` where that is less)."""
     core = gpu.clocks.core.hz
     ch = gpu.dram.channels
     l2 = gpu.l2.banks(ch) * gpu.l2.port_width.bytes * gpu.clocks.l2.hz / core
-    l1_sm = float(gpu.sm.l1.l1_banks * gpu.sm.l1.sector.bytes)
-    if params.l2_sm_sectors_per_clk > 0:
-        l1_sm = min(l1_sm, params.l2_sm_sectors_per_clk * gpu.sm.l1.sector.bytes)
-    return {"dram": gpu.dram.bandwidth.bytes_per_s / core * params.dram_efficiency,
+    l1_sm = min(float(gpu.sm.l1.l1_banks * gpu.sm.l1.sector.bytes),
+                params.l1.miss_sectors_per_clk * gpu.sm.l1.sector.bytes)
+    return {"dram": gpu.dram.bandwidth.bytes_per_s / core * params.dram.efficiency,
             "l2": l2, "l1_sm": l1_sm}
 
 
@@ -196,6 +196,17 @@ class Prepared:
     schedule: str = ""
     #: the L2 started as the previous kernel left it (``carry``), not empty
     warm_l2: bool = False
+    #: a sampled trace's traced blocks (``cols`` holds their rows), repeated in order up to
+    #: ``timed_blocks`` when timed (``sm0_rows``); 0: ``cols`` holds every timed block
+    repeat_from: int = 0
+
+    def sm0_rows(self) -> tuple[dict, np.ndarray]:
+        """SM 0's rows and warp offsets, for ``timed_blocks`` blocks: kept as traced, so a
+        prepared kernel stays the size of its trace (memory, the disk cache)."""
+        if not self.repeat_from:
+            return self.cols, self.warp_off
+        return _repeat_blocks(self.cols, self.warp_off, self.repeat_from,
+                              self.occ.warps_per_block, self.timed_blocks)
 
 
 def cache_key(gpu) -> tuple:
@@ -212,242 +223,283 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     kernel of the step left it; ``l2`` is then updated in place to what this kernel leaves
     for the next one (``carry``)."""
     t0 = time.perf_counter()
-    header = kernel.header
-    ln = launch_from(header, launch)
-    occ = occupancy(ln, gpu)
-    S = gpu.sm_count
-    B = max(1, ln.n_blocks)
-    active = min(S, B)
-    # A sampled trace (the tracer kept T of the grid's N blocks) stands for the whole grid:
-    # counts are scaled by N/T (by the census, where the header has one), and SM 0's share
-    # of the grid is timed on traced blocks.
-    sampled = header.sampled_blocks
-    sm0_blocks = -(-B // S)
-    sm = gpu.sm
-
-    l1 = _l1_state(active, l1_bytes(ln, occ, gpu, params.l1_carveout_headroom), gpu)
-    if l2 is None:
-        carried, l2 = None, l2_state(gpu)
-        clock_before = 0
-    else:
-        l2.check(gpu)
-        carried, l2 = l2, l2.state
-        clock_before = carried.start_clock()
-    l2_fill = np.full(l2.tags.shape, -1, np.int64)
-    l2_last = np.full(l2.tags.shape, -1, np.int64)
-    l2_rstamp = np.zeros(l2.tags.shape, np.int64)
-    l2_rclock = np.zeros(1, np.int64)
-    # the kernel's global bytes read (atomics included) and written, for the L2 traffic per
-    # read that private reuse counts in a reuse distance (cache.simulate_memory)
-    moved = np.zeros(2)
-    line_owners = new_line_owners()
-    l1_owners = new_line_owners()
-    l1_astamp = np.zeros(l1.tags.shape, np.int64)
-    l1_aclock = np.zeros(l1.tags.shape[0], np.int64)
-    l1_last = (np.full(l1.tags.shape, -1, np.int64) if params.l1_crowding_by_block
-               else np.zeros((0, 1, 1), np.int64))
-    wave_blocks = max(1, S * occ.blocks_per_sm)
-    W = occ.warps_per_block
-    # The warps that share a cache at once, whose traffic the one-warp-at-a-time trace pass
-    # leaves out of a warp's reuse distance (cache.simulate_memory).
-    l1_co_warps = min(occ.blocks_per_sm, -(-B // S)) * W
-    l2_co_warps = min(B, wave_blocks) * W
-    sector_shift = int(math.log2(gpu.l2.sector.bytes))
-    line_shift = int(math.log2(gpu.l2.line.bytes))
-    # [0-6, 8, 9]: cache.simulate_memory's; [7]: the stores' slots (cache.store_slots)
-    totals = np.zeros(N_TOTALS, np.int64)
-    pipe_counts = np.zeros(N_PIPES, np.float64)
-    n_instr = 0.0
-    n_thread = 0.0
-    flops = 0.0
-    timed = _Timed()
-    table = None
-    n_ops = -1
-    max_tb = -1
-    # the traced blocks' coordinates and the lines they share (sampled traces only)
-    share = sampled is not None and params.sample_sharing
-    tb_xyz = tb_rank = np.zeros((0, 3), np.int64)
-    readers = sharing.new_line_readers() if share else None
-    dram_rows: list[tuple[np.ndarray, np.ndarray]] = []
-    persistent = is_persistent(header.name, params)
-    stores = tiles.StoreCounts() if persistent else None
+    tp = _TracePass(kernel, gpu, launch, params, l2)
     for chunk in kernel.iter_chunks():
-        if share and chunk.tb_coords:
-            top = max(chunk.tb_coords) + 1
-            if top > tb_xyz.shape[0]:
-                tb_xyz = np.concatenate([tb_xyz, np.zeros((top - tb_xyz.shape[0], 3),
-                                                          np.int64)])
-            for idx, xyz in chunk.tb_coords.items():
-                tb_xyz[idx] = xyz
-            tb_rank = sharing.coordinate_ranks(tb_xyz)
-        if len(chunk.opcodes) != n_ops:
-            table = build_optable(chunk.opcodes, gpu)
-            n_ops = len(chunk.opcodes)
+        tp.add(chunk)
+    if tp.table is None:
+        raise TraceFormatError("kernel trace holds no instructions", kernel.path)
+    return tp.finish(time.perf_counter() - t0)
+
+
+class _TracePass:
+    """One kernel's trace pass, chunk by chunk (``add``), then scaled to the grid and cut
+    to SM 0's rows (``finish``)."""
+
+    def __init__(self, kernel, gpu, launch: dict | None, params: ModelParams,
+                 l2: L2Carry | None):
+        header = kernel.header
+        self.gpu, self.params, self.launch_facts = gpu, params, launch
+        self.header = header
+        self.ln = ln = launch_from(header, launch)
+        self.occ = occ = occupancy(ln, gpu)
+        S = self.S = gpu.sm_count
+        B = self.B = max(1, ln.n_blocks)
+        self.active = min(S, B)
+        # A sampled trace (the tracer kept T of the grid's N blocks) stands for the whole
+        # grid: counts are scaled by N/T (by the census, where the header has one), and SM
+        # 0's share of the grid is timed on traced blocks.
+        self.sampled = header.sampled_blocks
+        self.sm0_blocks = -(-B // S)
+        l1 = _l1_state(self.active, l1_bytes(ln, occ, gpu, params.l1.carveout_headroom), gpu)
+        if l2 is None:
+            self.carried, state = None, l2_state(gpu)
+            self.clock_before = 0
+        else:
+            l2.check(gpu)
+            self.carried, state = l2, l2.state
+            self.clock_before = l2.start_clock()
+        self.l2state = state
+        self.l1 = l1_sim(l1, params.l1.crowding_by_block)
+        self.l2 = l2_sim(state)
+        # the kernel's global bytes read (atomics included) and written, for the L2 traffic
+        # per read that private reuse counts in a reuse distance (cache.simulate_memory)
+        self.moved = np.zeros(2)
+        self.line_owners = new_line_owners()
+        self.l1_owners = new_line_owners()
+        self.wave_blocks = max(1, S * occ.blocks_per_sm)
+        self.W = W = occ.warps_per_block
+        # The warps that share a cache at once, whose traffic the one-warp-at-a-time trace
+        # pass leaves out of a warp's reuse distance (cache.simulate_memory).
+        self.l1_co_warps = min(occ.blocks_per_sm, -(-B // S)) * W
+        self.l2_co_warps = min(B, self.wave_blocks) * W
+        self.sector_shift = int(math.log2(gpu.l2.sector.bytes))
+        self.line_shift = int(math.log2(gpu.l2.line.bytes))
+        # [0-6, 8, 9]: cache.simulate_memory's; [7]: the stores' slots (cache.store_slots)
+        self.totals = np.zeros(N_TOTALS, np.int64)
+        self.pipe_counts = np.zeros(N_PIPES, np.float64)
+        self.n_instr = self.n_thread = self.flops = 0.0
+        self.timed = _Timed()
+        self.table = None
+        self.n_ops = -1
+        self.max_tb = -1
+        # the traced blocks' coordinates and the lines they share (sampled traces only)
+        self.share = self.sampled is not None
+        self.tb_xyz = self.tb_rank = np.zeros((0, 3), np.int64)
+        self.readers = sharing.new_line_readers() if self.share else None
+        self.dram_rows: list[tuple[np.ndarray, np.ndarray]] = []
+        self.persistent = is_persistent(header.name, params)
+        self.stores = tiles.StoreCounts() if self.persistent else None
+
+    def _coords(self, chunk) -> None:
+        """The chunk's traced blocks' grid coordinates, and their ranks along each dimension
+        (``sharing``)."""
+        top = max(chunk.tb_coords) + 1
+        if top > self.tb_xyz.shape[0]:
+            self.tb_xyz = np.concatenate([self.tb_xyz, np.zeros((top - self.tb_xyz.shape[0], 3),
+                                                                np.int64)])
+        for idx, xyz in chunk.tb_coords.items():
+            self.tb_xyz[idx] = xyz
+        self.tb_rank = sharing.coordinate_ranks(self.tb_xyz)
+
+    def add(self, chunk) -> None:
+        """One chunk of the trace: its counts, its memory rows through the caches, and the
+        rows of SM 0's blocks kept."""
+        if self.share and chunk.tb_coords:
+            self._coords(chunk)
+        if len(chunk.opcodes) != self.n_ops:
+            self.table = build_optable(chunk.opcodes, self.gpu)
+            self.n_ops = len(chunk.opcodes)
         n = len(chunk)
         if n == 0:
-            continue
+            return
+        table = self.table
         op = chunk.op.astype(np.int64)
         kind = table.kind[op]
         tb = chunk.tb.astype(np.int64)
-        max_tb = max(max_tb, int(tb.max()))
+        self.max_tb = max(self.max_tb, int(tb.max()))
         lanes = _popcount32(chunk.mask)
-        n_instr += n
-        n_thread += float(lanes.sum())
-        pipe_counts += np.bincount(table.pipe[op], minlength=N_PIPES)[:N_PIPES]
-        flops += float((table.flops_lane[op] * lanes).sum() + table.flops_warp[op].sum())
-        level = np.zeros(n, np.int32)
-        sectors = np.zeros(n, np.int32)
-        l2s = np.zeros(n, np.int32)
-        drams = np.zeros(n, np.int32)
-        waves = np.zeros(n, np.int32)
-        sm_of = np.arange(int(tb.max()) + 1, dtype=np.int64) % S
-        warp = chunk.warp.astype(np.int64)
-        width = chunk.mem_width.astype(np.int64)
-        addr_off = chunk.addr_off.astype(np.int64)
-        addrs = chunk.addrs.astype(np.int64)
-        if params.private_reuse:  # no owners, no private lines: reuse as the trace runs
-            mark_line_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift,
-                             line_owners)
-        traffic = 1.0
-        if params.private_reuse and params.private_reuse_counts_writes:
-            moved += global_bytes(kind, lanes * width)
-            traffic = moved.sum() / moved[0] if moved[0] else 1.0
-        if share:
-            sharing.mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift,
-                                      readers)
-        if stores is not None:
-            stores.add(tb, warp, chunk.pc, kind == K_STORE_GLOBAL,
-                       (kind == K_ATOMIC) | (kind == K_REDUCTION))
-        if params.l1_crowding:
-            mark_l1_owners(kind, tb, warp, width, addr_off, addrs, W, line_shift, sm_of,
-                           l1.tags.shape[0], l1_owners, params.l1_crowding_by_block)
-        simulate_memory(kind, tb, warp, chunk.mask, width, addr_off, addrs, sm_of,
-                        l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock,
-                        l2.tags, l2.valid, l2.dirty, l2.stamp, l2.clock, l2.hash_kind,
-                        l2_fill, line_owners, clock_before, wave_blocks, W, l1_co_warps,
-                        l2_co_warps, l2_last, l2_rstamp, l2_rclock,
-                        float(params.l2_private_capacity), float(traffic), l1_owners,
-                        l1_astamp, l1_aclock, l1_last,
-                        params.l1_line_cycles, sector_shift, line_shift, sm.l1.banks,
-                        level, sectors, l2s, drams, waves, totals)
+        self.n_instr += n
+        self.n_thread += float(lanes.sum())
+        self.pipe_counts += np.bincount(table.pipe[op], minlength=N_PIPES)[:N_PIPES]
+        self.flops += float((table.flops_lane[op] * lanes).sum() + table.flops_warp[op].sum())
+        rows = MemRows(kind, tb, chunk.warp.astype(np.int64), chunk.mem_width.astype(np.int64),
+                       chunk.addr_off.astype(np.int64), chunk.addrs.astype(np.int64),
+                       np.arange(int(tb.max()) + 1, dtype=np.int64) % self.S)
+        out = self._memory(rows, lanes)
+        if self.stores is not None:
+            self.stores.add(tb, rows.warp, chunk.pc, kind == K_STORE_GLOBAL,
+                            (kind == K_ATOMIC) | (kind == K_REDUCTION))
         slots = np.zeros(n, np.int32)
-        if params.store_sectors_per_clk > 0:
-            store_slots(kind, width, addr_off, addrs, sector_shift, line_shift,
-                        int(params.store_min_sectors), slots)
-            totals[7] += int(slots.sum())
+        store_slots(kind, rows.width, rows.addr_off, rows.addrs, self.sector_shift,
+                    self.line_shift, int(self.params.stores.min_sectors), slots)
+        self.totals[7] += int(slots.sum())
         rline = None
-        if share:
-            rline = sharing.first_lines(addr_off, addrs, line_shift)
-            hit = drams > 0
-            dram_rows.append((rline[hit], drams[hit]))
-        sel = (tb < sm0_blocks) if sampled else (tb % S == 0)
-        if sel.any():
-            idx = np.nonzero(sel)[0]
-            if share:
-                timed.add(rline=rline[idx])
-            timed.add(tb=tb[idx] if sampled else tb[idx] // S,
-                      warp=chunk.warp[idx].astype(np.int64), op=op[idx],
-                      pc=chunk.pc[idx],
-                      ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
-                      src=chunk.src[idx], width=chunk.mem_width[idx], level=level[idx],
-                      sectors=sectors[idx], l2=l2s[idx], dram=drams[idx], waves=waves[idx],
-                      slots=slots[idx])
-    if table is None:
-        raise TraceFormatError("kernel trace holds no instructions", kernel.path)
-    n_blocks_trace = max_tb + 1
-    grid_share = None
-    if share:
-        grid_share = _shared_reads(ln, tb_xyz[:n_blocks_trace], readers, dram_rows, l2, totals)
-    scale = work_scale = 1.0
-    traced_instructions, traced_pipes = n_instr, pipe_counts.copy()
-    census = header.census_warp_instructions if sampled else None
-    if sampled:
-        scale = B / n_blocks_trace
+        if self.share:
+            rline = sharing.first_lines(rows.addr_off, rows.addrs, self.line_shift)
+            hit = out.dram > 0
+            self.dram_rows.append((rline[hit], out.dram[hit]))
+        self._keep_sm0(chunk, op, tb, out, slots, rline)
+
+    def _memory(self, rows: MemRows, lanes: np.ndarray) -> MemOut:
+        """A chunk's memory rows through the L1s and the L2 (``cache.simulate_memory``),
+        the lines' owners and readers marked first."""
+        W, line_shift = self.W, self.line_shift
+        mark_line_owners(rows.kind, rows.tb, rows.warp, rows.width, rows.addr_off, rows.addrs,
+                         W, line_shift, self.line_owners)
+        self.moved += global_bytes(rows.kind, lanes * rows.width)
+        traffic = self.moved.sum() / self.moved[0] if self.moved[0] else 1.0
+        if self.share:
+            sharing.mark_line_readers(rows.kind, rows.tb, rows.width, rows.addr_off,
+                                      rows.addrs, self.tb_rank, line_shift, self.readers)
+        mark_l1_owners(rows.kind, rows.tb, rows.warp, rows.width, rows.addr_off, rows.addrs, W,
+                       line_shift, rows.cache_of_block, self.l1.tags.shape[0], self.l1_owners,
+                       self.params.l1.crowding_by_block)
+        cfg = MemConfig(
+            l2_hash=self.l2state.hash_kind, l2_start=self.clock_before,
+            wave_blocks=self.wave_blocks, warps_per_block=W, l1_co_warps=self.l1_co_warps,
+            l2_co_warps=self.l2_co_warps,
+            l2_capacity_share=float(self.params.l2.private_capacity),
+            l2_traffic_scale=float(traffic), sector_shift=self.sector_shift,
+            line_shift=line_shift, shared_banks=self.gpu.sm.l1.banks)
+        n = rows.kind.shape[0]
+        out = MemOut(*(np.zeros(n, np.int32) for _ in range(5)), self.totals)
+        simulate_memory(rows, self.l1, self.l2, self.line_owners, self.l1_owners, cfg, out)
+        return out
+
+    def _keep_sm0(self, chunk, op, tb, out: MemOut, slots, rline) -> None:
+        """The rows of the blocks SM 0 runs (a sampled trace: the first traced ones)."""
+        sel = (tb < self.sm0_blocks) if self.sampled else (tb % self.S == 0)
+        if not sel.any():
+            return
+        idx = np.nonzero(sel)[0]
+        if self.share:
+            self.timed.add(rline=rline[idx])
+        self.timed.add(tb=tb[idx] if self.sampled else tb[idx] // self.S,
+                       warp=chunk.warp[idx].astype(np.int64), op=op[idx], pc=chunk.pc[idx],
+                       ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
+                       src=chunk.src[idx], width=chunk.mem_width[idx], level=out.level[idx],
+                       sectors=out.sectors[idx], l2=out.l2[idx], dram=out.dram[idx],
+                       waves=out.wave[idx], slots=slots[idx])
+
+    def _to_grid(self, n_blocks_trace: int, grid_share) -> tuple[float, float]:
+        """A sampled trace's counts scaled to the grid, in place; returns (sample scale,
+        work scale)."""
+        scale = work_scale = 1.0
+        census = self.header.census_warp_instructions
         if census:
             # The census counts every block's warp instructions. Traced blocks can do less
             # work than an average one: a persistent kernel's dynamic tile scheduler hands
             # the slow, instrumented blocks fewer tiles (~29% of an average block's work on
             # the LM-head GEMM). Counts then scale by work, and SM 0's time by how far that
             # is from N/T.
-            work_scale = (census / n_instr) / scale
-            scale = census / n_instr
-        n_instr *= scale
-        n_thread *= scale
-        pipe_counts *= scale
-        flops *= scale
-        written = totals[5]
-        totals = np.round(totals * scale).astype(np.int64)
+            work_scale = (census / self.n_instr) / (self.B / n_blocks_trace)
+            scale = census / self.n_instr
+        else:
+            scale = self.B / n_blocks_trace
+        self.n_instr *= scale
+        self.n_thread *= scale
+        self.pipe_counts *= scale
+        self.flops *= scale
+        written = self.totals[5]
+        self.totals = np.round(self.totals * scale).astype(np.int64)
         # The untraced blocks' lines go through the L2 after the traced ones, and what they
         # push out is written back (a 1.6 GB fill writes 1.6 GB to DRAM, ncu says; scaling
         # the traced blocks' own evictions, none, said 0). Those are counted there: the
         # traced blocks' write-backs stand for themselves. Cold or warm alike; warm, the
         # L2 they leave is the next kernel's (carry).
-        totals[5] = written + untraced_writeback(
-            l2, clock_before, scale,
-            grid_share.grid_wide(l2.tags[0]) if grid_share is not None else None)
-    # What the kernel leaves dirty beyond the L2's dirty share was written back as it ran.
-    sectors = gpu.l2.size.bytes // gpu.l2.sector.bytes
-    totals[5] += limit_dirty(l2, int(params.l2_dirty_share * sectors))
+        self.totals[5] = written + untraced_writeback(
+            self.l2state, self.clock_before, scale,
+            grid_share.grid_wide(self.l2state.tags[0]) if grid_share is not None else None)
+        return scale, work_scale
 
-    tb_t = timed.get("tb", np.int64)
-    warp_t = timed.get("warp", np.int64)
-    order = np.argsort(tb_t * W + warp_t, kind="stable")
-    cols = {}
-    for name, dt, tail in (("op", np.int32, ()), ("pc", np.int64, ()), ("ndst", np.int64, ()),
-                           ("dst", np.int64, (MAX_DST,)), ("nsrc", np.int64, ()),
-                           ("src", np.int64, (MAX_SRC,)), ("width", np.int64, ()),
-                           ("level", np.int64, ()), ("sectors", np.int64, ()),
-                           ("l2", np.int64, ()), ("dram", np.int64, ()),
-                           ("waves", np.int64, ()), ("slots", np.int64, ())):
-        cols[name] = np.ascontiguousarray(timed.get(name, dt, tail)[order])
-    if grid_share is not None:
-        # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a row
-        # left with none waits like an L2 hit if the line's first reader ran a wave before
-        # (within a wave it waits for that reader's fetch, as the trace pass has it)
-        rline = timed.get("rline", np.int64)[order]
-        had = cols["dram"] > 0
-        cols["dram"] = sharing.diffuse(cols["dram"], grid_share.factors(rline), cols["l2"])
-        earlier_wave = grid_share.nearest_sharer(rline) >= wave_blocks
-        cols["level"] = np.where(had & (cols["dram"] == 0) & (cols["level"] == 2)
-                                 & earlier_wave, 1,
-                                 np.where(cols["dram"] > 0, 2, cols["level"]))
-    key = (tb_t * W + warp_t)[order]
-    n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
-    warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
-    schedule = ""
-    if persistent:
-        # Work follows tiles, not blocks: the grid's blocks are workers, so SM 0 runs one
-        # round of resident workers and its time follows the tiles, by the schedule the
-        # trace shows (simfront.sim.model.tiles).
-        resident = min(sm0_blocks, occ.blocks_per_sm)
+    def _sm0_rows(self, grid_share):
+        """SM 0's rows in block, warp, trace order: (columns, warp offsets, blocks)."""
+        W = self.W
+        tb_t = self.timed.get("tb", np.int64)
+        warp_t = self.timed.get("warp", np.int64)
+        order = np.argsort(tb_t * W + warp_t, kind="stable")
+        cols = {}
+        for name, dt, tail in (("op", np.int32, ()), ("pc", np.int64, ()),
+                               ("ndst", np.int64, ()), ("dst", np.int64, (MAX_DST,)),
+                               ("nsrc", np.int64, ()), ("src", np.int64, (MAX_SRC,)),
+                               ("width", np.int64, ()), ("level", np.int64, ()),
+                               ("sectors", np.int64, ()), ("l2", np.int64, ()),
+                               ("dram", np.int64, ()), ("waves", np.int64, ()),
+                               ("slots", np.int64, ())):
+            cols[name] = np.ascontiguousarray(self.timed.get(name, dt, tail)[order])
+        if grid_share is not None:
+            # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a
+            # row left with none waits like an L2 hit if the line's first reader ran a wave
+            # before (within a wave it waits for that reader's fetch, as the trace pass has
+            # it)
+            rline = self.timed.get("rline", np.int64)[order]
+            had = cols["dram"] > 0
+            cols["dram"] = sharing.diffuse(cols["dram"], grid_share.factors(rline), cols["l2"])
+            earlier_wave = grid_share.nearest_sharer(rline) >= self.wave_blocks
+            cols["level"] = np.where(had & (cols["dram"] == 0) & (cols["level"] == 2)
+                                     & earlier_wave, 1,
+                                     np.where(cols["dram"] > 0, 2, cols["level"]))
+        key = (tb_t * W + warp_t)[order]
+        n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
+        warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
+        return cols, warp_off, n_timed_blocks
+
+    def _schedule(self, traced_instructions: float, traced_pipes: np.ndarray,
+                  work_scale: float) -> tuple[str, float]:
+        """How a persistent grid hands out its tiles and SM 0's work scale under it. Work
+        follows tiles, not blocks: the grid's blocks are workers, so SM 0 runs one round of
+        resident workers and its time follows the tiles, by the schedule the trace shows
+        (simfront.sim.model.tiles)."""
+        occ, S = self.occ, self.S
         static = None
-        if stores.atomics == 0 and params.static_tiles:
+        if self.stores.atomics == 0:
             # the grid's tiles by its tensor instructions where ncu counted them (a launch
             # fact, as registers are), else by the census
-            grid_tensor = (launch or {}).get("tensor_instructions")
+            grid_tensor = (self.launch_facts or {}).get("tensor_instructions")
             traced_tensor = float(traced_pipes[PIPE_INDEX["tensor"]])
+            census = self.header.census_warp_instructions if self.sampled else None
             work = ((traced_tensor, float(grid_tensor)) if grid_tensor and traced_tensor > 0
                     else (traced_instructions, census))
-            static = tiles.static_scale(stores.tiles(), tuple(ln.grid), *work,
+            static = tiles.static_scale(self.stores.tiles(), tuple(self.ln.grid), *work,
                                         S * occ.blocks_per_sm)
         if static is not None:
             # Static: the kernel lasts as long as its busiest slot; the timed worker's own
             # tiles are in its trace, so the census's average work does not enter.
-            schedule, work_scale = tiles.STATIC, static
-        else:
-            schedule = tiles.DYNAMIC
-            work_scale *= persistent_spread(B, S, occ.blocks_per_sm)
-        sm0_blocks = resident
-        cols, warp_off, n_timed_blocks = _first_blocks(cols, warp_off, n_timed_blocks, W,
-                                                       resident)
-    if sampled and 0 < n_timed_blocks < sm0_blocks:
-        cols, warp_off = _repeat_blocks(cols, warp_off, n_timed_blocks, W, sm0_blocks)
-        n_timed_blocks = sm0_blocks
-    return Prepared(ln, occ, S, active, n_blocks_trace, n_instr, n_thread, pipe_counts, flops,
-                    totals, table, cols, warp_off, n_timed_blocks,
-                    time.perf_counter() - t0, cache_key(gpu),
-                    sample_scale=scale, work_scale=work_scale, persistent=persistent,
-                    schedule=schedule, warm_l2=carried is not None)
+            return tiles.STATIC, static
+        return tiles.DYNAMIC, work_scale * persistent_spread(self.B, S, occ.blocks_per_sm)
+
+    def finish(self, wall_s: float) -> Prepared:
+        """The pass's counts scaled to the grid and SM 0's rows, as a ``Prepared``."""
+        n_blocks_trace = self.max_tb + 1
+        grid_share = None
+        if self.share:
+            grid_share = _shared_reads(self.ln, self.tb_xyz[:n_blocks_trace], self.readers,
+                                       self.dram_rows, self.l2state, self.totals)
+        scale = work_scale = 1.0
+        traced_instructions, traced_pipes = self.n_instr, self.pipe_counts.copy()
+        if self.sampled:
+            scale, work_scale = self._to_grid(n_blocks_trace, grid_share)
+        # What the kernel leaves dirty beyond the L2's dirty share was written back as it ran.
+        sectors = self.gpu.l2.size.bytes // self.gpu.l2.sector.bytes
+        self.totals[5] += limit_dirty(self.l2state, int(self.params.l2.dirty_share * sectors))
+        cols, warp_off, n_timed_blocks = self._sm0_rows(grid_share)
+        sm0_blocks, W = self.sm0_blocks, self.W
+        schedule = ""
+        if self.persistent:
+            schedule, work_scale = self._schedule(traced_instructions, traced_pipes,
+                                                  work_scale)
+            sm0_blocks = min(sm0_blocks, self.occ.blocks_per_sm)
+            cols, warp_off, n_timed_blocks = _first_blocks(cols, warp_off, n_timed_blocks, W,
+                                                           sm0_blocks)
+        repeat_from = 0
+        if self.sampled and 0 < n_timed_blocks < sm0_blocks:
+            repeat_from, n_timed_blocks = n_timed_blocks, sm0_blocks
+        return Prepared(self.ln, self.occ, self.S, self.active, n_blocks_trace, self.n_instr,
+                        self.n_thread, self.pipe_counts, self.flops, self.totals, self.table,
+                        cols, warp_off, n_timed_blocks, wall_s, cache_key(self.gpu),
+                        sample_scale=scale, work_scale=work_scale,
+                        persistent=self.persistent, schedule=schedule,
+                        warm_l2=self.carried is not None, repeat_from=repeat_from)
 
 
 def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
@@ -474,7 +526,7 @@ def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:
     GEMMs). How it hands out its tiles, the trace tells (``tiles``). A census that differs
     from N/T times the traced work does not tell it is persistent: the triangular Triton SSD
     kernels' blocks do unequal work with a fixed schedule."""
-    return name.startswith(params.persistent_kernels)
+    return name.startswith(params.grid.persistent_kernels)
 
 
 def persistent_spread(n_blocks: int, sm_count: int, blocks_per_sm: int) -> float:
@@ -516,10 +568,9 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
         raise ValueError("time_prepared: the GPU differs from the one the kernel was "
                          "prepared with in SM count, occupancy limits or cache geometry")
     table = build_optable(prep.table.opcodes, gpu)
-    cols = prep.cols
+    cols, warp_off = prep.sm0_rows()
     active = prep.active_sms
     n_timed_blocks = prep.timed_blocks
-    warp_off = prep.warp_off
     units, _, _ = pipe_timing(gpu)
     lat = memory_latencies(gpu, params)
     bw = bandwidths(gpu, params)
@@ -527,41 +578,45 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     dram_share = min(bw["dram"] / active, bw["l1_sm"])
     P = sm.sub_partitions
 
+    rows = SmRows(warp_off, cols["pc"], cols["op"], cols["ndst"], cols["dst"], cols["nsrc"],
+                  cols["src"], cols["width"], cols["level"], cols["sectors"], cols["slots"],
+                  cols["l2"], cols["dram"], cols["waves"])
+    ops = OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
+                   table.latency.astype(np.int64), table.initiation.astype(np.int64),
+                   table.dst_span.astype(np.int64), units.astype(np.int64))
+    cfg = SmConfig(
+        n_blocks=n_timed_blocks, warps_per_block=W, blocks_per_sm=occ.blocks_per_sm,
+        sub_partitions=P, issue_width=sm.issue_width,
+        icache_line_shift=int(params.issue.icache_line_shift),
+        icache_miss=int(round(lat["fetch"])),
+        icache_prefetch=int(params.issue.icache_prefetch_lines),
+        lat_l1=lat["l1"], lat_shared=lat["shared"], lat_l2=lat["l2"], lat_dram=lat["dram"],
+        lat_const=int(round(lat["const"])), lat_barrier=int(params.issue.barrier_latency),
+        lat_store_load=int(round(params.stores.load_ns * gpu.clocks.core.hz / 1e9)),
+        block_start=int(params.launch.block_start_cycles),
+        l1_sectors_per_clk=float(sm.l1.l1_banks),
+        store_sectors_per_clk=float(params.stores.sectors_per_clk),
+        store_instr_clk=float(params.stores.instr_clk),
+        load_instr_clk=float(params.l1.load_instr_clk), l2_bytes_per_clk=l2_share,
+        dram_bytes_per_clk=dram_share, sector_bytes=float(gpu.l2.sector.bytes))
+
     def issue(lat_dram: float):
-        stall = np.zeros((P, N_REASONS), np.int64)
-        pipe_busy = np.zeros(N_PIPES, np.int64)
-        issued_pipe = np.zeros(N_PIPES, np.int64)
-        warp_cycles = np.zeros(1, np.int64)
+        out = SmCounters(np.zeros((P, N_REASONS), np.int64), np.zeros(N_PIPES, np.int64),
+                         np.zeros(N_PIPES, np.int64), np.zeros(1, np.int64))
         t = 0
         if n_timed_blocks:
-            t = int(run_sm(
-                warp_off, n_timed_blocks, W, occ.blocks_per_sm, P, sm.issue_width,
-                cols["pc"], int(params.icache_line_shift), int(round(lat["fetch"])),
-                int(params.icache_prefetch_lines),
-                cols["op"], cols["ndst"], cols["dst"], cols["nsrc"], cols["src"], cols["width"],
-                cols["level"], cols["sectors"], cols["slots"], cols["l2"], cols["dram"],
-                cols["waves"],
-                table.pipe.astype(np.int64), table.kind.astype(np.int64),
-                table.latency.astype(np.int64), table.initiation.astype(np.int64),
-                table.dst_span.astype(np.int64), units.astype(np.int64),
-                lat["l1"], lat["shared"], lat["l2"], lat_dram, int(round(lat["const"])),
-                int(params.barrier_latency),
-                int(round(params.store_load_ns * gpu.clocks.core.hz / 1e9)),
-                int(params.block_start_cycles),
-                float(sm.l1.l1_banks), float(params.store_sectors_per_clk),
-                float(params.store_instr_clk), float(params.load_instr_clk), l2_share,
-                dram_share, float(gpu.l2.sector.bytes),
-                stall, pipe_busy, issued_pipe, warp_cycles))
-        return t, stall, pipe_busy, issued_pipe, warp_cycles
+            at = cfg._replace(lat_dram=lat_dram)
+            t = int(run_sm(rows, ops, at, new_state(rows, ops, at), out))
+        return t, out.stall, out.pipe_busy, out.issued_pipe, out.warp_cycles
 
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
     t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],
                                  *l2_side_rates(gpu, params))
     # writes weigh more than reads in the wait they make reads take (bench/bench_mem.py)
-    t_queue = float(prep.totals[4] + params.dram_queue_write_weight * prep.totals[5]) \
+    t_queue = float(prep.totals[4] + params.dram.queue_write_weight * prep.totals[5]) \
         * sector / bw["dram"]
-    if params.dram_queue_latency > 0 and t_dram > 0 and n_timed_blocks:
+    if t_dram > 0 and n_timed_blocks:
         # The kernel's own DRAM traffic lengthens its DRAM latency (dram_load_latency); the
         # load is its DRAM time's share of its time, which that latency lengthens in turn.
         # The load that is its own answer lies between 0 and the unloaded answer's; two
@@ -570,7 +625,7 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
             return t_queue / max(t * prep.work_scale, t_dram, t_l2, 1.0)
 
         lo, h_lo = 0.0, load(t_sm)
-        if h_lo >= params.dram_queue_min_load:
+        if h_lo >= params.dram.queue_min_load:
             hi = h_lo
             res = issue(dram_load_latency(lat["dram"], hi, gpu, params))
             h_hi = load(res[0]) - hi

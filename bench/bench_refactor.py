@@ -1,0 +1,289 @@
+"""Benchmark of the timing model's refactor (issue 31): record-identical outputs and speed.
+
+Identity: every shipped trace set under ``traces/`` (every kernel of each) through the
+built-in model the way a sweep runs it (``ModelBackend.run`` on one ``SimJob`` a set, cold
+L2), on each GPU variant of ``VARIANTS``, one worker process a set. Every record is written
+as one line of sorted JSON (floats as ``repr`` writes them, which reads back exactly; the
+only field left out is ``sim_wall_s``, the wall time); the dump's sha256 is its digest.
+``compare`` says whether two dumps are record-identical (every field of every record
+equal) and lists the first differences.
+
+Speed: CPU seconds (user + system, this process and nothing else) of one configuration of
+``traces/mamba2_lm-paper-box`` (232 launches, box-sampled) in a fresh process with an empty
+model cache (``SIMFRONT_CACHE``, a temporary folder), of a second configuration (another
+tensor:vector ratio) in the same process after it, and of a third in a fresh process that
+finds the first's prepared kernels on disk.
+
+Dumps run with a model cache of their own (``--cache``, default a fresh temporary folder):
+the same ``--cache`` twice checks the records made from prepared kernels read back from
+disk.
+
+Run:
+  python bench/bench_refactor.py dump OUT.jsonl [--sets a,b] [--variants h100,h100-as-h200] [-j N]
+                                     [--cache DIR]
+  python bench/bench_refactor.py compare A.jsonl B.jsonl
+  python bench/bench_refactor.py time
+  python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare; updates
+                                                       # its section of bench/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from simfront.core.paths import REPO_ROOT
+
+SECTION = "## Model speed and the refactor (bench/bench_refactor.py)"
+TRACES = REPO_ROOT / "traces"
+#: GPU variants every set runs on: the default H100, and one whose L2, clocks, DRAM and
+#: front end differ (the trace pass and the issue loop both see a change)
+VARIANTS = ("h100", "h100-as-h200")
+TIMED_SET = "mamba2_lm-paper-box"
+#: fields that differ between two runs of the same inputs
+VOLATILE = ("sim_wall_s",)
+
+
+def trace_sets() -> list[str]:
+    return sorted(p.name for p in TRACES.iterdir() if (p / "kernelslist.g").is_file())
+
+
+def _plain(v):
+    """numpy scalars as the Python values they hold (json writes those exactly)."""
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
+
+
+def canonical(rec: dict) -> str:
+    return json.dumps({k: _plain(v) for k, v in rec.items() if k not in VOLATILE},
+                      sort_keys=True, allow_nan=True)
+
+
+def run_set(name: str, variant: str) -> tuple[list[dict], float]:
+    """The records of one set on one GPU variant, and the CPU seconds they took."""
+    from simfront.gpu import load_gpu
+    from simfront.sim.backend import SimJob
+    from simfront.sim.model.backend import ModelBackend
+
+    gpu = load_gpu(variant)
+    c0 = _cpu()
+    with tempfile.TemporaryDirectory() as tmp:
+        res = ModelBackend().run(SimJob(job_id=f"{name}@{variant}", trace_dir=TRACES / name,
+                                        gpu=gpu, out_dir=Path(tmp)))
+    return res.records, _cpu() - c0
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _worker(name: str, variant: str, out: Path) -> None:
+    recs, cpu = run_set(name, variant)
+    lines = [json.dumps({"set": name, "variant": variant, "i": i}, sort_keys=True)[:-1]
+             + ', "record": ' + canonical(r) + "}" for i, r in enumerate(recs)]
+    out.write_text("".join(line + "\n" for line in lines))
+    print(f"{name} @ {variant}: {len(recs)} records, {cpu:.1f} CPU s", flush=True)
+
+
+def dump(out: Path, sets: list[str], variants: list[str], jobs: int,
+         cache: Path | None = None) -> str:
+    """Every (set, variant) in a worker process of its own, ``jobs`` at a time, with the
+    model cache ``cache`` (None: a fresh one); the parts joined in order into ``out``.
+    Returns the digest."""
+    todo = [(s, v) for v in variants for s in sets]
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "SIMFRONT_CACHE": str(cache or Path(tmp) / "cache")}
+        parts = [Path(tmp) / f"{i}.jsonl" for i in range(len(todo))]
+        running: list[subprocess.Popen] = []
+        for (s, v), part in zip(todo, parts):
+            while len(running) >= jobs:
+                _reap(running)
+            running.append(subprocess.Popen(
+                [sys.executable, __file__, "_one", s, v, str(part)], cwd=REPO_ROOT, env=env))
+        while running:
+            _reap(running)
+        missing = [f"{s}@{v}" for (s, v), p in zip(todo, parts) if not p.is_file()]
+        if missing:
+            raise SystemExit(f"bench_refactor: no records for {', '.join(missing)}")
+        tmp_out = out.with_suffix(out.suffix + ".tmp")
+        with open(tmp_out, "w") as f:
+            for p in parts:
+                f.write(p.read_text())
+        os.replace(tmp_out, out)
+    return digest(out)
+
+
+def _reap(running: list[subprocess.Popen]) -> None:
+    while True:
+        for p in running:
+            if p.poll() is not None:
+                running.remove(p)
+                if p.returncode:
+                    raise SystemExit(f"bench_refactor: worker {p.args[3:5]} exited "
+                                     f"{p.returncode}")
+                return
+        time.sleep(0.2)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _records(path: Path) -> dict[tuple, dict]:
+    out = {}
+    with open(path) as f:
+        for n, line in enumerate(f, start=1):
+            row = json.loads(line)
+            out[(row["set"], row["variant"], row["i"])] = row["record"]
+    return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def compare(a_path: Path, b_path: Path, show: int = 20) -> tuple[int, int, list[str]]:
+    """(identical records, records compared, the first ``show`` differences)."""
+    a, b = _records(a_path), _records(b_path)
+    diffs: list[str] = []
+    for key in sorted(set(a) ^ set(b)):
+        diffs.append(f"{key}: only in {'first' if key in a else 'second'}")
+    same = 0
+    for key in sorted(set(a) & set(b)):
+        ra, rb = a[key], b[key]
+        bad = [f for f in sorted(set(ra) | set(rb)) if not _same(ra.get(f), rb.get(f))]
+        if bad:
+            diffs.append(f"{key} {ra.get('kernel_name', '')[:40]}: "
+                         + ", ".join(f"{f} {ra.get(f)!r} -> {rb.get(f)!r}" for f in bad[:4]))
+        else:
+            same += 1
+    return same, len(set(a) | set(b)), diffs[:show] + (
+        [f"... {len(diffs) - show} more"] if len(diffs) > show else [])
+
+
+def time_one(variants: list[str]) -> dict:
+    """CPU seconds of each configuration of TIMED_SET in this (fresh) process, one after
+    another, numba's loading included in the first."""
+    c0 = _cpu()
+    from simfront.gpu import load_gpu  # noqa: F401  (the imports counted apart)
+    from simfront.sim.model.backend import ModelBackend  # noqa: F401
+    out = {"imports_cpu_s": _cpu() - c0, "cpu_s": []}
+    for v in variants:
+        recs, cpu = run_set(TIMED_SET, v)
+        out["cpu_s"].append(cpu)
+        out["records"] = len(recs)
+    return out
+
+
+def time_fresh() -> dict:
+    """``time_one`` in fresh processes sharing an empty model cache: h100 then h100-tv8 in
+    one, h100-tv4 in the next."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "SIMFRONT_CACHE": tmp}
+        runs = [json.loads(subprocess.run(
+            [sys.executable, __file__, "_time", *vs], cwd=REPO_ROOT, env=env,
+            capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+            for vs in (("h100", "h100-tv8"), ("h100-tv4",))]
+    return {"imports_cpu_s": runs[0]["imports_cpu_s"], "records": runs[0]["records"],
+            "first_cpu_s": runs[0]["cpu_s"][0], "second_cpu_s": runs[0]["cpu_s"][1],
+            "other_process_cpu_s": runs[1]["cpu_s"][0]}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd")
+    d = sub.add_parser("dump")
+    d.add_argument("out", type=Path)
+    d.add_argument("--sets", default="")
+    d.add_argument("--variants", default=",".join(VARIANTS))
+    d.add_argument("-j", "--jobs", type=int, default=1)
+    d.add_argument("--cache", type=Path)
+    c = sub.add_parser("compare")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    sub.add_parser("time")
+    one = sub.add_parser("_one")
+    one.add_argument("set")
+    one.add_argument("variant")
+    one.add_argument("out", type=Path)
+    tm = sub.add_parser("_time")
+    tm.add_argument("variants", nargs="+")
+    ap.add_argument("--baseline", type=Path)
+    ap.add_argument("-j", "--jobs", dest="top_jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.cmd == "_one":
+        _worker(args.set, args.variant, args.out)
+        return 0
+    if args.cmd == "_time":
+        print(json.dumps(time_one(args.variants)))
+        return 0
+    if args.cmd == "dump":
+        sets = args.sets.split(",") if args.sets else trace_sets()
+        t0 = time.perf_counter()
+        h = dump(args.out, sets, args.variants.split(","), args.jobs, args.cache)
+        print(f"{args.out}: sha256 {h} ({time.perf_counter() - t0:.0f} s)")
+        return 0
+    if args.cmd == "compare":
+        same, total, diffs = compare(args.a, args.b)
+        print(f"{same} of {total} records identical")
+        for line in diffs:
+            print("  " + line)
+        return 0 if same == total else 1
+    if args.cmd == "time":
+        print(json.dumps(time_fresh(), indent=1))
+        return 0
+    return _bench(args.baseline, args.top_jobs)
+
+
+def _bench(baseline: Path | None, jobs: int) -> int:
+    from results_md import update_section  # bench/results_md.py, beside this script
+
+    t = time_fresh()
+    out = REPO_ROOT / "out" / "bench_refactor" / "dump.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sets = trace_sets()
+    h = dump(out, sets, list(VARIANTS), jobs)
+    n = sum(1 for _ in open(out))
+    lines = [SECTION, "",
+             f"One configuration of `traces/{TIMED_SET}` ({t['records']} launches, H100) in a "
+             f"fresh process with an empty model cache: {t['first_cpu_s']:.1f} CPU s "
+             f"(imports {t['imports_cpu_s']:.1f} s apart); a second configuration (h100-tv8) "
+             f"after it: {t['second_cpu_s']:.1f} CPU s; a third (h100-tv4) in a fresh process "
+             f"reading the first's prepared kernels from disk: "
+             f"{t['other_process_cpu_s']:.1f} CPU s.", "",
+             f"Every kernel of the {len(sets)} shipped sets on {', '.join(VARIANTS)}: "
+             f"{n} records, sha256 `{h}`."]
+    rc = 0
+    if baseline is not None:
+        same, total, diffs = compare(baseline, out)
+        lines.append(f"Against `{baseline}`: {same} of {total} records identical.")
+        rc = 0 if same == total else 1
+        for line in diffs:
+            print("  " + line)
+    lines += ["", "`python bench/bench_refactor.py [--baseline DUMP]`"]
+    print("\n".join(lines))
+    update_section(SECTION, "\n".join(lines))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
