@@ -15,6 +15,8 @@ from simfront.sim.model.clock import at_clock, known_clock, run_clock
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.sim.model.simulate import cache_key, prepare_kernel, time_prepared
+from simfront.core.provenance import sha256_file
+from simfront.traces import reader
 
 #: Prepared kernels (the trace pass) kept in memory, so that a sweep over parameters that
 #: leave the caches and SM count alone (tensor:vector ratio, clock, DRAM bandwidth) reads
@@ -43,7 +45,6 @@ def _code_hash() -> str:
     every prepared kernel on disk stale."""
     global _source_hash
     if _source_hash is None:
-        from simfront.traces import reader
 
         h = hashlib.sha256()
         for d in (Path(__file__).parent, Path(reader.__file__).parent):
@@ -54,7 +55,6 @@ def _code_hash() -> str:
 
 
 def _disk_key(kernel, gpu, launch, params) -> str:
-    from simfront.core.provenance import sha256_file
 
     h = hashlib.sha256()
     for part in (_code_hash(), sha256_file(kernel.path), repr(cache_key(gpu)),
