@@ -84,7 +84,8 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
     results = balance_per_workload(rec, baseline_ratio=baseline, min_gain=min_gain, n_boot=boot)
     vector_bounds = sweep_vector_bounds(sweep)
     if as_json:
-        click.echo(_json_out({k: {**r.summary(), "hardware_vector_bound": vector_bounds.get(k)}
+        click.echo(_json_out({k: {**r.summary(),
+                                  "hardware_vector_bound": vector_bounds.get(k.split("/")[0])}
                               for k, r in results.items()}))
     else:
         for name, r in results.items():
@@ -100,8 +101,9 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
                        f"{s['stop_paying_ratio']}")
             for n in r.notes:
                 click.echo(f"note: {n}")
-            if name in vector_bounds:
-                click.echo(bound_sentence(vector_bounds[name]))
+            bound = vector_bounds.get(name.split("/")[0])
+            if bound is not None:
+                click.echo(bound_sentence(bound))
     if out is not None:
         from simfront.analysis.studies import add_balance
         rep = Report("Tensor:vector balance study", Path(out),

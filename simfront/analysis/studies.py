@@ -381,8 +381,9 @@ def add_balance(report: Report, results: dict[str, BalanceResult],
                f"{res.min_gain:.0%} of step time per doubling "
                f"{with_iv('stop_paying_ratio', res.stop_paying, 'from ratio')}. Intervals: bootstrap over "
                f"the step's kernels.")
-        if name in (vector_bounds or {}):
-            s.text(bound_sentence(vector_bounds[name]))
+        vb = (vector_bounds or {}).get(name.split("/")[0])  # results are "workload/backend"
+        if vb is not None:
+            s.text(bound_sentence(vb))
         for n in res.notes:
             s.text("Note: " + n)
         bound = (bounds or {}).get(name)
