@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simfront.core.paths import repo_dir
+from simfront.gpu import load_gpu
 from simfront.sim.model.params import DEFAULT_PARAMS
 
 
@@ -32,12 +33,12 @@ def test_a_job_with_an_unknown_setting_is_not_run(tmp_path):
     from simfront.sim.model.backend import ModelBackend
 
     trace = repo_dir("traces") / "mamba1_torch_elementwise"
-    ok = ModelBackend().run(SimJob("a", trace, "h100", tmp_path / "a",
+    ok = ModelBackend().run(SimJob("a", trace, load_gpu("h100"), tmp_path / "a",
                                    options={"params": {"launch.cycles": 0.0}}))
-    base = ModelBackend().run(SimJob("b", trace, "h100", tmp_path / "b"))
+    base = ModelBackend().run(SimJob("b", trace, load_gpu("h100"), tmp_path / "b"))
     assert ok.ok and ok.provenance["params"]["launch.cycles"] == 0.0
     for r0, r1 in zip(base.records, ok.records):
         assert r1["cycles"] == pytest.approx(r0["cycles"] - r0["sim_launch_cycles"])
-    bad = ModelBackend().run(SimJob("c", trace, "h100", tmp_path / "c",
+    bad = ModelBackend().run(SimJob("c", trace, load_gpu("h100"), tmp_path / "c",
                                     options={"params": {"l2_dirty_share": 0.1}}))
     assert not bad.ok and "l2_dirty_share" in bad.reason and not bad.records
