@@ -24,7 +24,7 @@ import yaml
 
 from results_md import update_section  # bench/results_md.py, beside this script
 
-from simfront.analysis.whatif import compare, model_records, model_source_hash
+from simfront.analysis.whatif import base_label, compare, model_records, model_source_hash
 from simfront.gpu import load_gpu
 from simfront.core.paths import REPO_ROOT
 from simfront.sim.model.validation import pair_launches, read_ncu
@@ -52,11 +52,9 @@ def held_out_sets(corpus: Path = CORPUS) -> list[str]:
 
 
 def gpu_of(trace_dir: Path) -> str:
-    """The GPU description the set's hardware ran: its manifest's device name."""
-    import json
-
-    name = json.loads((trace_dir / "manifest.json").read_text()).get("gpu", "")
-    return "h100-as-h200" if "H200" in name else "h100"
+    """The GPU preset of the set's base: the GPU it was captured on (``whatif.base_label``,
+    the same rule the what-ifs use)."""
+    return base_label(trace_dir)[:-len("-all")]
 
 
 def baseline(trace_dir: Path, gpu_name: str) -> pd.DataFrame:

@@ -86,8 +86,7 @@ def compare(trace_dir: str | Path, base_gpu: str = "h100") -> AblationFit:
     df = pd.DataFrame(rows)
     if len(df):
         df["error"] = df.model_ratio / df.hw_ratio - 1
-    name = Path(trace_dir).name if Path(trace_dir).name != ABLATION_DIR else d.parent.name
-    return AblationFit(name, df)
+    return AblationFit(d.parent.name if d.name == ABLATION_DIR else d.name, df)
 
 
 def vector_bound(trace_dir: str | Path, label: str = "all",
