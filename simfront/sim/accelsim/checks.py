@@ -74,6 +74,16 @@ PIPE_OPTION = {"fp32": "gpgpu_num_sp_units", "fp16": "gpgpu_num_sp_units",
 def validate_accelsim_options(opts: dict[str, str],
                               pipes_used: "Iterable[str] | None" = None) -> None:
     """Reject Accel-Sim 1.x options the simulator would assert on or hang with."""
+    _check_counts_and_clocks(opts)
+    _check_partition_indexing(opts)
+    spec = _check_pipeline_widths(opts)
+    _check_caches(opts)
+    _check_shared_memory(opts)
+    _check_pipeline_depths(opts, spec)
+    _check_used_pipes_have_units(opts, spec, pipes_used)
+
+
+def _check_counts_and_clocks(opts: dict[str, str]) -> None:
     for name in ("gpgpu_n_clusters", "gpgpu_n_cores_per_cluster", "gpgpu_n_mem",
                  "gpgpu_num_sched_per_core", "gpgpu_shader_registers",
                  "gpgpu_n_sub_partition_per_mchannel"):
@@ -84,6 +94,9 @@ def validate_accelsim_options(opts: dict[str, str],
         raise _err(f"-gpgpu_clock_domains needs 4 positive MHz values "
                    f"core:icnt:l2:dram, got {opts['gpgpu_clock_domains']}",
                    "gpgpu_clock_domains")
+
+
+def _check_partition_indexing(opts: dict[str, str]) -> None:
     n_mem = _int(opts, "gpgpu_n_mem")
     n_sub = _int(opts, "gpgpu_n_sub_partition_per_mchannel")
     if not _pow2(n_sub):
@@ -105,7 +118,11 @@ def validate_accelsim_options(opts: dict[str, str],
     if indexing not in (0, 1, 2, 3, 4):
         raise _err(f"unknown -gpgpu_memory_partition_indexing {indexing}",
                    "gpgpu_memory_partition_indexing")
-    # Pipeline widths and units.
+
+
+def _check_pipeline_widths(opts: dict[str, str]) -> dict:
+    """Check the pipeline widths against the units; return the specialized units
+    (``_spec_units``), which the later checks read too."""
     widths_raw = _ints_list(_opt(opts, "gpgpu_pipeline_widths"))
     if len(widths_raw) != len(PIPELINE_STAGES):
         raise _err(f"-gpgpu_pipeline_widths needs {len(PIPELINE_STAGES)} values "
@@ -122,46 +139,59 @@ def validate_accelsim_options(opts: dict[str, str],
     tensor_avail = _opt(opts, "gpgpu_tensor_core_avail", "0") == "1"
     spec = _spec_units(opts)
     if sub:
-        checks = [("SP", True), ("SFU", True), ("MEM", True),
-                  ("TENSOR_CORE", tensor_avail), ("DP", units["DP"] > 0),
-                  ("INT", units["INT"] > 0)]
-        for kind, applies in checks:
-            if applies and w[f"ID_OC_{kind}"] != n_sched:
-                raise _err(
-                    f"in the sub-core model (-gpgpu_sub_core_model 1) each scheduler owns one "
-                    f"issue slot, so ID_OC_{kind} width must equal the scheduler count "
-                    f"-gpgpu_num_sched_per_core {n_sched}, got {w[f'ID_OC_{kind}']}",
-                    "gpgpu_pipeline_widths")
-        for kind, count in units.items():
-            if kind == "TENSOR_CORE" and not tensor_avail:
-                continue
-            if count > w[f"OC_EX_{kind}"]:
-                raise _err(
-                    f"{count} {kind} units but OC_EX_{kind} width {w[f'OC_EX_{kind}']}: in "
-                    f"the sub-core model unit k reads OC_EX slot k, so units must not exceed "
-                    f"the OC_EX width (register_set::get_ready asserts reg_id < regs.size())",
-                    _unit_option(kind))
-        for num, (enabled, count, id_oc, oc_ex, name) in spec.items():
-            if enabled and count > 0 and id_oc != n_sched:
-                raise _err(f"specialized unit {num} ({name}): ID_OC width {id_oc} must equal "
-                           f"the scheduler count {n_sched} in the sub-core model",
-                           f"specialized_unit_{num}")
-            if enabled and count > oc_ex:
-                raise _err(f"specialized unit {num} ({name}): {count} units but OC_EX width "
-                           f"{oc_ex}; units must not exceed it in the sub-core model",
-                           f"specialized_unit_{num}")
-        banks = _int(opts, "gpgpu_num_reg_banks", "8")
-        if banks % n_sched:
-            raise _err(f"-gpgpu_num_reg_banks {banks} must be a multiple of the scheduler "
-                       f"count {n_sched} in the sub-core model", "gpgpu_num_reg_banks")
-        cus = _int(opts, "gpgpu_operand_collector_num_units_gen", "0")
-        if _opt(opts, "gpgpu_enable_specialized_operand_collector", "1") == "0" and (
-                cus < n_sched or cus % n_sched):
-            raise _err(f"-gpgpu_operand_collector_num_units_gen {cus} must be a non-zero "
-                       f"multiple of the scheduler count {n_sched} in the sub-core model",
-                       "gpgpu_operand_collector_num_units_gen")
-    # Caches. GPGPU-Sim's built-in default strings for these lack the set-index field and
-    # abort in cache_config::exit_parse_error, so each must be given and must parse.
+        _check_sub_core_slots(w, n_sched, units, tensor_avail, spec)
+        _check_sub_core_operands(opts, n_sched)
+    return spec
+
+
+def _check_sub_core_slots(w: dict[str, int], n_sched: int, units: dict[str, int],
+                          tensor_avail: bool, spec: dict) -> None:
+    checks = [("SP", True), ("SFU", True), ("MEM", True),
+              ("TENSOR_CORE", tensor_avail), ("DP", units["DP"] > 0),
+              ("INT", units["INT"] > 0)]
+    for kind, applies in checks:
+        if applies and w[f"ID_OC_{kind}"] != n_sched:
+            raise _err(
+                f"in the sub-core model (-gpgpu_sub_core_model 1) each scheduler owns one "
+                f"issue slot, so ID_OC_{kind} width must equal the scheduler count "
+                f"-gpgpu_num_sched_per_core {n_sched}, got {w[f'ID_OC_{kind}']}",
+                "gpgpu_pipeline_widths")
+    for kind, count in units.items():
+        if kind == "TENSOR_CORE" and not tensor_avail:
+            continue
+        if count > w[f"OC_EX_{kind}"]:
+            raise _err(
+                f"{count} {kind} units but OC_EX_{kind} width {w[f'OC_EX_{kind}']}: in "
+                f"the sub-core model unit k reads OC_EX slot k, so units must not exceed "
+                f"the OC_EX width (register_set::get_ready asserts reg_id < regs.size())",
+                _unit_option(kind))
+    for num, (enabled, count, id_oc, oc_ex, name) in spec.items():
+        if enabled and count > 0 and id_oc != n_sched:
+            raise _err(f"specialized unit {num} ({name}): ID_OC width {id_oc} must equal "
+                       f"the scheduler count {n_sched} in the sub-core model",
+                       f"specialized_unit_{num}")
+        if enabled and count > oc_ex:
+            raise _err(f"specialized unit {num} ({name}): {count} units but OC_EX width "
+                       f"{oc_ex}; units must not exceed it in the sub-core model",
+                       f"specialized_unit_{num}")
+
+
+def _check_sub_core_operands(opts: dict[str, str], n_sched: int) -> None:
+    banks = _int(opts, "gpgpu_num_reg_banks", "8")
+    if banks % n_sched:
+        raise _err(f"-gpgpu_num_reg_banks {banks} must be a multiple of the scheduler "
+                   f"count {n_sched} in the sub-core model", "gpgpu_num_reg_banks")
+    cus = _int(opts, "gpgpu_operand_collector_num_units_gen", "0")
+    if _opt(opts, "gpgpu_enable_specialized_operand_collector", "1") == "0" and (
+            cus < n_sched or cus % n_sched):
+        raise _err(f"-gpgpu_operand_collector_num_units_gen {cus} must be a non-zero "
+                   f"multiple of the scheduler count {n_sched} in the sub-core model",
+                   "gpgpu_operand_collector_num_units_gen")
+
+
+def _check_caches(opts: dict[str, str]) -> None:
+    # GPGPU-Sim's built-in default strings for these lack the set-index field and abort in
+    # cache_config::exit_parse_error, so each must be given and must parse.
     for name in CACHE_OPTIONS:
         if name not in opts:
             raise _err(f"-{name} must be given: GPGPU-Sim's built-in default for it does not "
@@ -175,6 +205,9 @@ def validate_accelsim_options(opts: dict[str, str],
         if base_kb == 0 or unified % base_kb:
             raise _err(f"-gpgpu_unified_l1d_size {unified} KB must be a multiple of the "
                        f"-gpgpu_cache:dl1 size {base_kb} KB", "gpgpu_unified_l1d_size")
+
+
+def _check_shared_memory(opts: dict[str, str]) -> None:
     if _opt(opts, "gpgpu_adaptive_cache_config", "0") == "1":
         carve = _ints_list(_opt(opts, "gpgpu_shmem_option", "0"))
         unified = _int(opts, "gpgpu_unified_l1d_size", "0")
@@ -193,8 +226,11 @@ def validate_accelsim_options(opts: dict[str, str],
     for name in ("gpgpu_l1_latency", "gpgpu_smem_latency"):
         if name in opts and _int(opts, name) <= (1 if name == "gpgpu_smem_latency" else 0):
             raise _err(f"-{name} must be positive (shader.cc asserts)", name)
-    _check_pipeline_depths(opts, spec)
-    # Zero units of a kind the trace uses: its instructions never issue (a deadlock).
+
+
+def _check_used_pipes_have_units(opts: dict[str, str], spec: dict,
+                                 pipes_used: "Iterable[str] | None") -> None:
+    """Zero units of a kind the trace uses: its instructions never issue (a deadlock)."""
     for pipe in pipes_used or ():
         option = PIPE_OPTION.get(pipe)
         if option is None:

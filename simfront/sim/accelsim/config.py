@@ -137,35 +137,19 @@ def _ptx_options(gpu: GPU) -> list[tuple[str, str]]:
     ]
 
 
-def accelsim_sections(gpu: GPU) -> list[tuple[str, list[tuple[str, str]]]]:
+Options = list[tuple[str, str]]
+Sections = list[tuple[str, Options]]
+
+
+def accelsim_sections(gpu: GPU) -> Sections:
     """gpgpusim.config content as (section comment, [(option, value)]), raw excluded."""
-    sm = gpu.sm
-    n = sm.sub_partitions
-    p = sm.pipes
-    sub = sub_core_model(gpu)
-    issue = sm.issue_width
+    return [*_gpu_sections(gpu), *_sm_sections(gpu), _l1_section(gpu),
+            _fixed_caches_section(), _l2_section(gpu), _dram_section(gpu),
+            _interconnect_section(gpu), _statistics_section()]
 
-    def units(pipe_units: int) -> int:
-        return pipe_units * n
 
-    id_oc = n * (1 if sub else issue)
-    widths = {
-        "ID_OC_SP": id_oc, "ID_OC_DP": id_oc, "ID_OC_INT": id_oc, "ID_OC_SFU": id_oc,
-        "ID_OC_MEM": n, "OC_EX_SP": max(n, units(p.fp32.units)),
-        "OC_EX_DP": max(n, units(p.fp64.units)), "OC_EX_INT": max(n, units(p.int.units)),
-        "OC_EX_SFU": max(n, units(p.sfu.units)), "OC_EX_MEM": n,
-        "EX_WB": 2 * n * issue, "ID_OC_TENSOR_CORE": id_oc,
-        "OC_EX_TENSOR_CORE": max(n, units(sm.tensor.units)),
-    }
-    l1 = sm.l1
-    l1_assoc = l1.size.bytes // (l1.sets * l1.line.bytes)
-    ch = gpu.dram.channels
-    l2 = gpu.l2
-    l2_sets = int(l2.sets(ch))
+def _gpu_sections(gpu: GPU) -> Sections:
     clocks = gpu.clocks
-    d = gpu.dram
-    icnt = gpu.interconnect
-    regs = sm.registers
     return [
         ("functional simulator: performance mode", [
             ("gpgpu_ptx_sim_mode", "0"),
@@ -176,13 +160,42 @@ def accelsim_sections(gpu: GPU) -> list[tuple[str, list[tuple[str, str]]]]:
         ("GPU: SMs (one per cluster) and memory channels", [
             ("gpgpu_n_clusters", str(gpu.sm_count)),
             ("gpgpu_n_cores_per_cluster", "1"),
-            ("gpgpu_n_mem", str(ch)),
-            ("gpgpu_n_sub_partition_per_mchannel", str(l2.banks_per_channel)),
+            ("gpgpu_n_mem", str(gpu.dram.channels)),
+            ("gpgpu_n_sub_partition_per_mchannel", str(gpu.l2.banks_per_channel)),
         ]),
         ("clock domains in MHz: core:interconnect:L2:DRAM", [
             ("gpgpu_clock_domains", f"{_mhz(clocks.core.hz)}:{_mhz(clocks.interconnect.hz)}:"
-                                    f"{_mhz(clocks.l2.hz)}:{_mhz(d.clock.hz)}"),
+                                    f"{_mhz(clocks.l2.hz)}:{_mhz(gpu.dram.clock.hz)}"),
         ]),
+    ]
+
+
+def _pipeline_widths(gpu: GPU) -> dict[str, int]:
+    """Width of each of PIPELINE_STAGES: one issue slot per scheduler in the sub-core model
+    (see module doc), at least one execute slot per unit."""
+    sm = gpu.sm
+    n = sm.sub_partitions
+    p = sm.pipes
+    issue = sm.issue_width
+    id_oc = n * (1 if sub_core_model(gpu) else issue)
+    return {
+        "ID_OC_SP": id_oc, "ID_OC_DP": id_oc, "ID_OC_INT": id_oc, "ID_OC_SFU": id_oc,
+        "ID_OC_MEM": n, "OC_EX_SP": max(n, p.fp32.units * n),
+        "OC_EX_DP": max(n, p.fp64.units * n), "OC_EX_INT": max(n, p.int.units * n),
+        "OC_EX_SFU": max(n, p.sfu.units * n), "OC_EX_MEM": n,
+        "EX_WB": 2 * n * issue, "ID_OC_TENSOR_CORE": id_oc,
+        "OC_EX_TENSOR_CORE": max(n, sm.tensor.units * n),
+    }
+
+
+def _sm_sections(gpu: GPU) -> Sections:
+    sm = gpu.sm
+    n = sm.sub_partitions
+    p = sm.pipes
+    issue = sm.issue_width
+    regs = sm.registers
+    widths = _pipeline_widths(gpu)
+    return [
         ("SM: threads, warps, blocks, registers", [
             ("gpgpu_shader_core_pipeline", f"{sm.max_warps * sm.warp_size}:{sm.warp_size}"),
             ("gpgpu_shader_cta", str(sm.max_blocks)),
@@ -196,7 +209,7 @@ def accelsim_sections(gpu: GPU) -> list[tuple[str, list[tuple[str, str]]]]:
             ("gpgpu_operand_collector_num_out_ports_gen", str(regs.collector_units)),
         ]),
         ("SM: schedulers (one per sub-partition) and issue", [
-            ("gpgpu_sub_core_model", "1" if sub else "0"),
+            ("gpgpu_sub_core_model", "1" if sub_core_model(gpu) else "0"),
             ("gpgpu_num_sched_per_core", str(n)),
             ("gpgpu_scheduler", sm.scheduler),
             ("gpgpu_max_insn_issue_per_warp", str(issue)),
@@ -208,89 +221,113 @@ def accelsim_sections(gpu: GPU) -> list[tuple[str, list[tuple[str, str]]]]:
          " DP: MAX; SFU: DP DIV, SFU), so they carry the pipes' latencies", _ptx_options(gpu)),
         ("SM: pipeline register widths (" + ",".join(PIPELINE_STAGES) + ") and units", [
             ("gpgpu_pipeline_widths", ",".join(str(widths[s]) for s in PIPELINE_STAGES)),
-            ("gpgpu_num_sp_units", str(units(p.fp32.units))),
-            ("gpgpu_num_dp_units", str(units(p.fp64.units))),
-            ("gpgpu_num_int_units", str(units(p.int.units))),
-            ("gpgpu_num_sfu_units", str(units(p.sfu.units))),
+            ("gpgpu_num_sp_units", str(p.fp32.units * n)),
+            ("gpgpu_num_dp_units", str(p.fp64.units * n)),
+            ("gpgpu_num_int_units", str(p.int.units * n)),
+            ("gpgpu_num_sfu_units", str(p.sfu.units * n)),
             ("gpgpu_tensor_core_avail", "1" if sm.tensor.units else "0"),
-            ("gpgpu_num_tensor_core_units", str(units(sm.tensor.units))),
+            ("gpgpu_num_tensor_core_units", str(sm.tensor.units * n)),
             ("gpgpu_num_mem_units", "1"),
         ]),
-        ("L1 data cache / shared memory (unified, carve-outs in KB)", [
-            ("gpgpu_adaptive_cache_config", "1"),
-            ("gpgpu_unified_l1d_size", str(l1.size.bytes // 1024)),
-            ("gpgpu_shmem_option", ",".join(str(c.bytes // 1024)
-                                            for c in l1.shared_carveouts)),
-            ("gpgpu_cache:dl1", _cache_string(True, l1.sets, l1.line.bytes, l1_assoc,
-                                              "L:T:m:L", "L", f"A:{l1.mshr_entries}:8",
-                                              "16:0", l1.sector.bytes)),
-            ("gpgpu_l1_banks", str(l1.l1_banks)),
-            ("gpgpu_l1_banks_byte_interleaving", str(l1.sector.bytes)),
-            ("gpgpu_l1_latency", str(l1.l1_latency)),
-            ("gpgpu_gmem_skip_L1D", "0"),
-            ("gpgpu_flush_l1_cache", "1"),
-            ("gpgpu_shmem_size", str(l1.max_shared_per_sm.bytes)),
-            ("gpgpu_shmem_sizeDefault", str(l1.max_shared_per_sm.bytes)),
-            ("gpgpu_shmem_per_block", str(l1.max_shared_per_block.bytes)),
-            ("gpgpu_shmem_num_banks", str(l1.banks)),
-            ("gpgpu_shmem_limited_broadcast", "0"),
-            ("gpgpu_shmem_warp_parts", "1"),
-            ("gpgpu_smem_latency", str(l1.shared_latency)),
-            ("gpgpu_coalesce_arch", "70"),
-        ]),
-        ("instruction, constant and texture caches: GPGPU-Sim's built-in defaults do not "
-         "parse, so they are always written; with perfect instruction/constant caches their "
-         "sizes do not affect timing", [
-            ("gpgpu_perfect_inst_const_cache", "1"),
-            ("gpgpu_cache:il1", "N:32:128:8,L:R:f:N:L,S:2:48,4"),
-            ("gpgpu_inst_fetch_throughput", "4"),
-            ("gpgpu_const_cache:l1", "N:128:64:8,L:R:f:N:L,S:2:64,4"),
-            ("gpgpu_tex_cache:l1", "N:4:128:256,L:R:m:N:L,T:512:8,128:2"),
-        ]),
-        (f"L2: {l2.size} = {ch} channels x {l2.banks_per_channel} banks x {l2_sets} sets x "
-         f"{l2.assoc} ways x {l2.line.bytes} B", [
-            ("gpgpu_cache:dl2", _cache_string(True, l2_sets, l2.line.bytes, l2.assoc,
-                                              "L:B:m:L", L2_SET_HASHES[l2.set_hash],
-                                              f"A:{l2.mshr_entries}:4", "32:0",
-                                              l2.port_width.bytes)),
-            ("gpgpu_cache:dl2_texture_only", "0"),
-            ("gpgpu_l2_rop_latency", str(l2.hit_latency)),
-            ("gpgpu_memory_partition_indexing",
-             str(PARTITION_INDEXING[d.partition_indexing])),
-            ("gpgpu_perf_sim_memcpy", "1"),
-        ]),
-        (f"DRAM: {d.kind}, {ch} channels x {d.channel_width_bits} bit, "
-         f"{d.transfers_per_clock} transfers per clock -> {d.bandwidth}", [
-            ("gpgpu_n_mem_per_ctrlr", "1"),
-            ("gpgpu_dram_buswidth", str(d.channel_width_bits // 8)),
-            ("gpgpu_dram_burst_length", str(d.transfers_per_clock)),
-            ("dram_data_command_freq_ratio", str(d.transfers_per_clock)),
-            ("gpgpu_dram_timing_opt", _timing_string(gpu)),
-            ("dram_latency", str(d.latency)),
-            ("gpgpu_dram_scheduler", "1"),
-            ("gpgpu_frfcfs_dram_sched_queue_size", "64"),
-            ("gpgpu_dram_return_queue_size", "128"),
-            ("dram_dual_bus_interface", "1"),
-            ("dram_bnk_indexing_policy", "0"),
-            ("dram_bnkgrp_indexing_policy", "1"),
-            ("gpgpu_mem_address_mask", "1"),
-            ("gpgpu_mem_addr_mapping", _dram_address_mapping(gpu)),
-        ]),
-        ("interconnect", [
-            ("network_mode", "2" if icnt.model == "xbar" else "1"),
-            ("inter_config_file", ICNT_CONFIG),
-            ("icnt_in_buffer_limit", str(icnt.buffer)),
-            ("icnt_out_buffer_limit", str(icnt.buffer)),
-            ("icnt_subnets", str(icnt.subnets)),
-            ("icnt_flit_size", str(icnt.flit_size)),
-            ("icnt_arbiter_algo", "1"),
-        ]),
-        ("statistics", [
-            ("gpgpu_memlatency_stat", "14"),
-            ("gpgpu_runtime_stat", "500"),
-            ("visualizer_enabled", "0"),
-        ]),
     ]
+
+
+def _l1_section(gpu: GPU) -> tuple[str, Options]:
+    l1 = gpu.sm.l1
+    l1_assoc = l1.size.bytes // (l1.sets * l1.line.bytes)
+    return ("L1 data cache / shared memory (unified, carve-outs in KB)", [
+        ("gpgpu_adaptive_cache_config", "1"),
+        ("gpgpu_unified_l1d_size", str(l1.size.bytes // 1024)),
+        ("gpgpu_shmem_option", ",".join(str(c.bytes // 1024) for c in l1.shared_carveouts)),
+        ("gpgpu_cache:dl1", _cache_string(True, l1.sets, l1.line.bytes, l1_assoc,
+                                          "L:T:m:L", "L", f"A:{l1.mshr_entries}:8",
+                                          "16:0", l1.sector.bytes)),
+        ("gpgpu_l1_banks", str(l1.l1_banks)),
+        ("gpgpu_l1_banks_byte_interleaving", str(l1.sector.bytes)),
+        ("gpgpu_l1_latency", str(l1.l1_latency)),
+        ("gpgpu_gmem_skip_L1D", "0"),
+        ("gpgpu_flush_l1_cache", "1"),
+        ("gpgpu_shmem_size", str(l1.max_shared_per_sm.bytes)),
+        ("gpgpu_shmem_sizeDefault", str(l1.max_shared_per_sm.bytes)),
+        ("gpgpu_shmem_per_block", str(l1.max_shared_per_block.bytes)),
+        ("gpgpu_shmem_num_banks", str(l1.banks)),
+        ("gpgpu_shmem_limited_broadcast", "0"),
+        ("gpgpu_shmem_warp_parts", "1"),
+        ("gpgpu_smem_latency", str(l1.shared_latency)),
+        ("gpgpu_coalesce_arch", "70"),
+    ])
+
+
+def _fixed_caches_section() -> tuple[str, Options]:
+    return ("instruction, constant and texture caches: GPGPU-Sim's built-in defaults do not "
+            "parse, so they are always written; with perfect instruction/constant caches "
+            "their sizes do not affect timing", [
+                ("gpgpu_perfect_inst_const_cache", "1"),
+                ("gpgpu_cache:il1", "N:32:128:8,L:R:f:N:L,S:2:48,4"),
+                ("gpgpu_inst_fetch_throughput", "4"),
+                ("gpgpu_const_cache:l1", "N:128:64:8,L:R:f:N:L,S:2:64,4"),
+                ("gpgpu_tex_cache:l1", "N:4:128:256,L:R:m:N:L,T:512:8,128:2"),
+            ])
+
+
+def _l2_section(gpu: GPU) -> tuple[str, Options]:
+    ch = gpu.dram.channels
+    l2 = gpu.l2
+    l2_sets = int(l2.sets(ch))
+    return (f"L2: {l2.size} = {ch} channels x {l2.banks_per_channel} banks x {l2_sets} sets x "
+            f"{l2.assoc} ways x {l2.line.bytes} B", [
+                ("gpgpu_cache:dl2", _cache_string(True, l2_sets, l2.line.bytes, l2.assoc,
+                                                  "L:B:m:L", L2_SET_HASHES[l2.set_hash],
+                                                  f"A:{l2.mshr_entries}:4", "32:0",
+                                                  l2.port_width.bytes)),
+                ("gpgpu_cache:dl2_texture_only", "0"),
+                ("gpgpu_l2_rop_latency", str(l2.hit_latency)),
+                ("gpgpu_memory_partition_indexing",
+                 str(PARTITION_INDEXING[gpu.dram.partition_indexing])),
+                ("gpgpu_perf_sim_memcpy", "1"),
+            ])
+
+
+def _dram_section(gpu: GPU) -> tuple[str, Options]:
+    d = gpu.dram
+    return (f"DRAM: {d.kind}, {d.channels} channels x {d.channel_width_bits} bit, "
+            f"{d.transfers_per_clock} transfers per clock -> {d.bandwidth}", [
+                ("gpgpu_n_mem_per_ctrlr", "1"),
+                ("gpgpu_dram_buswidth", str(d.channel_width_bits // 8)),
+                ("gpgpu_dram_burst_length", str(d.transfers_per_clock)),
+                ("dram_data_command_freq_ratio", str(d.transfers_per_clock)),
+                ("gpgpu_dram_timing_opt", _timing_string(gpu)),
+                ("dram_latency", str(d.latency)),
+                ("gpgpu_dram_scheduler", "1"),
+                ("gpgpu_frfcfs_dram_sched_queue_size", "64"),
+                ("gpgpu_dram_return_queue_size", "128"),
+                ("dram_dual_bus_interface", "1"),
+                ("dram_bnk_indexing_policy", "0"),
+                ("dram_bnkgrp_indexing_policy", "1"),
+                ("gpgpu_mem_address_mask", "1"),
+                ("gpgpu_mem_addr_mapping", _dram_address_mapping(gpu)),
+            ])
+
+
+def _interconnect_section(gpu: GPU) -> tuple[str, Options]:
+    icnt = gpu.interconnect
+    return ("interconnect", [
+        ("network_mode", "2" if icnt.model == "xbar" else "1"),
+        ("inter_config_file", ICNT_CONFIG),
+        ("icnt_in_buffer_limit", str(icnt.buffer)),
+        ("icnt_out_buffer_limit", str(icnt.buffer)),
+        ("icnt_subnets", str(icnt.subnets)),
+        ("icnt_flit_size", str(icnt.flit_size)),
+        ("icnt_arbiter_algo", "1"),
+    ])
+
+
+def _statistics_section() -> tuple[str, Options]:
+    return ("statistics", [
+        ("gpgpu_memlatency_stat", "14"),
+        ("gpgpu_runtime_stat", "500"),
+        ("visualizer_enabled", "0"),
+    ])
 
 
 def trace_options(gpu: GPU) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -543,6 +580,30 @@ def _timing(v: str) -> dict[str, int]:
     return out
 
 
+class _Reader:
+    """The options being read back, with the few ways a description field is derived from
+    them; ``need`` names the missing option rather than failing on a KeyError."""
+
+    def __init__(self, opts: dict[str, str], extra: "dict[str, Any] | None",
+                 source: "Path | None"):
+        self.opts = opts
+        self.extra = extra or {}
+        self.source = source
+
+    def need(self, name: str) -> str:
+        if name not in self.opts:
+            raise ConfigError(f"option -{name} missing; cannot describe the GPU without it",
+                              path=self.source, field=name)
+        return self.opts[name]
+
+    def int(self, name: str) -> int:
+        return int(self.need(name))
+
+    def lat_init(self, option: str) -> tuple[int, int]:
+        lat, init = _ints(self.need(option))
+        return lat, init
+
+
 def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
                    extra: "dict[str, Any] | None" = None,
                    base: "GPU | None" = None, source: "Path | None" = None) -> GPU:
@@ -550,130 +611,15 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
     ``extra`` (written by us) or else from ``base`` (default: the h100 preset)."""
     base = base or h100()
     b = base.to_dict()
-
-    def need(name: str) -> str:
-        if name not in opts:
-            raise ConfigError(f"option -{name} missing; cannot describe the GPU without it",
-                              path=source, field=name)
-        return opts[name]
-
+    r = _Reader(opts, extra, source)
     try:
-        n = int(need("gpgpu_num_sched_per_core"))
-        threads, ws = _ints(need("gpgpu_shader_core_pipeline"))
-
-        def per_sub(option: str) -> int:
-            return int(need(option)) // n
-
-        def lat_init(option: str) -> tuple[int, int]:
-            lat, init = _ints(need(option))
-            return lat, init
-
-        def pipe(units: int, option: str) -> dict[str, int]:
-            lat, init = lat_init(option)
-            return {"units": units, "lanes": ws // max(1, init), "latency": lat}
-
-        spec = {}
-        for num in SPEC_UNITS:
-            fields = need(f"specialized_unit_{num}").split(",")
-            lat, init = lat_init(f"trace_opcode_latency_initiation_spec_op_{num}")
-            spec[num] = {"units": int(fields[1]) // n if fields[0] == "1" else 0,
-                         "lanes": ws // max(1, init), "latency": lat, "init": init}
-        sm = b["sm"]
-        tensor_rates = dict((extra or {}).get("sm.tensor.fma_per_clk",
-                                              sm["tensor"]["fma_per_clk"]))
-        hmma = (extra or {}).get("sm.hmma_dtype", sm["hmma_dtype"])
-        t_rate = TensorPipe.HMMA_FMAS // max(1, spec[3]["init"])
-        if spec[3]["init"] != -(-TensorPipe.HMMA_FMAS // max(1, tensor_rates[hmma])):
-            k = t_rate / tensor_rates[hmma]
-            tensor_rates = {d: int(round(v * k)) for d, v in tensor_rates.items()}
-        l1c = _cache(need("gpgpu_cache:dl1"))
-        l2c = _cache(need("gpgpu_cache:dl2"))
-        n_mem = int(need("gpgpu_n_mem"))
-        n_sub = int(need("gpgpu_n_sub_partition_per_mchannel"))
-        core, icnt_mhz, l2_mhz, dram_mhz = need("gpgpu_clock_domains").split(":")
-        timing = _timing(need("gpgpu_dram_timing_opt"))
-        unified_kb = int(need("gpgpu_unified_l1d_size"))
-        fp32 = pipe(per_sub("gpgpu_num_sp_units"), "trace_opcode_latency_initiation_sp")
-        stacks = (extra or {}).get("dram.stacks", b["dram"]["stacks"])
-        cps = (extra or {}).get("dram.channels_per_stack", b["dram"]["channels_per_stack"])
-        if stacks * cps != n_mem:
-            stacks, cps = 1, n_mem
         data = {
-            "name": (extra or {}).get("name", source.parent.name if source else "accelsim"),
-            "sm_count": int(need("gpgpu_n_clusters")) * int(need("gpgpu_n_cores_per_cluster")),
-            "sm": {
-                "sub_partitions": n, "warp_size": ws, "max_warps": threads // ws,
-                "max_blocks": int(need("gpgpu_shader_cta")),
-                "issue_width": int(opts.get("gpgpu_max_insn_issue_per_warp", "1")),
-                "scheduler": need("gpgpu_scheduler"),
-                "registers": {
-                    "registers": int(need("gpgpu_shader_registers")),
-                    "banks": int(need("gpgpu_num_reg_banks")),
-                    "read_ports": int(opts.get("gpgpu_reg_file_port_throughput", "1")),
-                    "collector_units": int(need("gpgpu_operand_collector_num_units_gen")),
-                    "max_per_thread": (extra or {}).get(
-                        "sm.registers.max_per_thread", sm["registers"]["max_per_thread"]),
-                },
-                "pipes": {
-                    "fp32": fp32,
-                    "fp16": (extra or {}).get("sm.pipes.fp16", dict(fp32)),
-                    "int": pipe(per_sub("gpgpu_num_int_units"),
-                                "trace_opcode_latency_initiation_int"),
-                    "sfu": pipe(per_sub("gpgpu_num_sfu_units"),
-                                "trace_opcode_latency_initiation_sfu"),
-                    "fp64": pipe(per_sub("gpgpu_num_dp_units"),
-                                 "trace_opcode_latency_initiation_dp"),
-                    "lsu": (extra or {}).get("sm.pipes.lsu", sm["pipes"]["lsu"]),
-                    "cbu": {k: spec[1][k] for k in ("units", "lanes", "latency")},
-                    "uniform": {k: spec[4][k] for k in ("units", "lanes", "latency")},
-                },
-                "tensor": {"units": spec[3]["units"], "fma_per_clk": tensor_rates,
-                           "latency": spec[3]["latency"],
-                           "mma_sync_share": (extra or {}).get(
-                               "sm.tensor.mma_sync_share",
-                               sm["tensor"].get("mma_sync_share", 1))},
-                "l1": {
-                    "size": unified_kb * 1024,
-                    "shared_carveouts": [int(x) * 1024 for x in
-                                         need("gpgpu_shmem_option").split(",") if x.strip()],
-                    "max_shared_per_sm": int(need("gpgpu_shmem_size")),
-                    "max_shared_per_block": int(need("gpgpu_shmem_per_block")),
-                    "sets": l1c["sets"], "line": l1c["line"],
-                    "sector": (extra or {}).get("sm.l1.sector", l1c["port"]),
-                    "banks": int(need("gpgpu_shmem_num_banks")),
-                    "l1_banks": int(need("gpgpu_l1_banks")),
-                    "l1_latency": int(need("gpgpu_l1_latency")),
-                    "shared_latency": int(need("gpgpu_smem_latency")),
-                    "mshr_entries": l1c["mshr"],
-                },
-                "hmma_dtype": hmma,
-            },
-            "l2": {
-                "size": l2c["sets"] * l2c["line"] * l2c["assoc"] * n_mem * n_sub,
-                "banks_per_channel": n_sub, "line": l2c["line"],
-                "sector": (extra or {}).get("l2.sector", b["l2"]["sector"]),
-                "assoc": l2c["assoc"], "set_hash": _HASH_BY_LETTER.get(l2c["hash"], "linear"),
-                "port_width": l2c["port"],
-                "hit_latency": int(need("gpgpu_l2_rop_latency")),
-                "mshr_entries": l2c["mshr"],
-            },
-            "dram": {
-                "kind": (extra or {}).get("dram.kind", b["dram"]["kind"]),
-                "capacity": (extra or {}).get("dram.capacity", b["dram"]["capacity"]),
-                "stacks": stacks, "channels_per_stack": cps,
-                "channel_width_bits": int(need("gpgpu_dram_buswidth")) * 8,
-                "clock": f"{dram_mhz} MHz",
-                "transfers_per_clock": int(need("dram_data_command_freq_ratio")),
-                "partition_indexing": _INDEXING_BY_NUMBER.get(
-                    int(opts.get("gpgpu_memory_partition_indexing", "0")), "custom"),
-                "latency": int(need("dram_latency")),
-                "banks": timing.get("nbk", b["dram"]["banks"]),
-                "bank_groups": timing.get("nbkgrp", b["dram"]["bank_groups"]),
-                "timing": {k: timing.get(k, b["dram"]["timing"][k])
-                           for k in b["dram"]["timing"]},
-            },
-            "clocks": {"core": f"{core} MHz", "interconnect": f"{icnt_mhz} MHz",
-                       "l2": f"{l2_mhz} MHz"},
+            "name": r.extra.get("name", source.parent.name if source else "accelsim"),
+            "sm_count": r.int("gpgpu_n_clusters") * r.int("gpgpu_n_cores_per_cluster"),
+            "sm": _sm_from_options(r, b["sm"]),
+            "l2": _l2_from_options(r, b["l2"]),
+            "dram": _dram_from_options(r, b["dram"]),
+            "clocks": _clocks_from_options(r),
             "interconnect": {
                 "model": "xbar" if opts.get("network_mode", "2") == "2" else "booksim",
                 "flit_size": int(opts.get("icnt_flit_size", "32")),
@@ -682,13 +628,151 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
             },
             "raw": dict(raw or {}),
             # Accel-Sim has no front end to give it: a file of ours says it, else the base's
-            "empty_kernel_ns": (extra or {}).get("empty_kernel_ns", b.get("empty_kernel_ns")),
+            "empty_kernel_ns": r.extra.get("empty_kernel_ns", b.get("empty_kernel_ns")),
             # nor a clock that follows the kernel (it runs every kernel at core_clock)
-            "clock_limits": (extra or {}).get("clock_limits", b.get("clock_limits")),
+            "clock_limits": r.extra.get("clock_limits", b.get("clock_limits")),
         }
     except (ValueError, IndexError, KeyError) as exc:
         raise ConfigError(f"cannot read Accel-Sim options: {exc!r}", path=source) from exc
     return GPU.from_dict(data, source=source)
+
+
+def _spec_units_from_options(r: _Reader, n: int, ws: int) -> dict[int, dict[str, int]]:
+    spec = {}
+    for num in SPEC_UNITS:
+        fields = r.need(f"specialized_unit_{num}").split(",")
+        lat, init = r.lat_init(f"trace_opcode_latency_initiation_spec_op_{num}")
+        spec[num] = {"units": int(fields[1]) // n if fields[0] == "1" else 0,
+                     "lanes": ws // max(1, init), "latency": lat, "init": init}
+    return spec
+
+
+def _tensor_from_options(r: _Reader, sm: dict[str, Any], unit: dict[str, int],
+                         hmma: str) -> dict[str, Any]:
+    """The tensor pipe; its rates are the extra line's (or the base's), scaled to the
+    initiation interval the options give where that interval is not theirs."""
+    tensor_rates = dict(r.extra.get("sm.tensor.fma_per_clk", sm["tensor"]["fma_per_clk"]))
+    t_rate = TensorPipe.HMMA_FMAS // max(1, unit["init"])
+    if unit["init"] != -(-TensorPipe.HMMA_FMAS // max(1, tensor_rates[hmma])):
+        k = t_rate / tensor_rates[hmma]
+        tensor_rates = {d: int(round(v * k)) for d, v in tensor_rates.items()}
+    return {"units": unit["units"], "fma_per_clk": tensor_rates, "latency": unit["latency"],
+            "mma_sync_share": r.extra.get("sm.tensor.mma_sync_share",
+                                          sm["tensor"].get("mma_sync_share", 1))}
+
+
+def _pipes_from_options(r: _Reader, sm: dict[str, Any], n: int, ws: int,
+                        spec: dict[int, dict[str, int]]) -> dict[str, Any]:
+    def pipe(units_option: str, option: str) -> dict[str, int]:
+        lat, init = r.lat_init(option)
+        return {"units": r.int(units_option) // n, "lanes": ws // max(1, init), "latency": lat}
+
+    fp32 = pipe("gpgpu_num_sp_units", "trace_opcode_latency_initiation_sp")
+    return {
+        "fp32": fp32,
+        "fp16": r.extra.get("sm.pipes.fp16", dict(fp32)),
+        "int": pipe("gpgpu_num_int_units", "trace_opcode_latency_initiation_int"),
+        "sfu": pipe("gpgpu_num_sfu_units", "trace_opcode_latency_initiation_sfu"),
+        "fp64": pipe("gpgpu_num_dp_units", "trace_opcode_latency_initiation_dp"),
+        "lsu": r.extra.get("sm.pipes.lsu", sm["pipes"]["lsu"]),
+        "cbu": {k: spec[1][k] for k in ("units", "lanes", "latency")},
+        "uniform": {k: spec[4][k] for k in ("units", "lanes", "latency")},
+    }
+
+
+def _l1_from_options(r: _Reader) -> dict[str, Any]:
+    l1c = _cache(r.need("gpgpu_cache:dl1"))
+    return {
+        "size": r.int("gpgpu_unified_l1d_size") * 1024,
+        "shared_carveouts": [int(x) * 1024 for x in
+                             r.need("gpgpu_shmem_option").split(",") if x.strip()],
+        "max_shared_per_sm": r.int("gpgpu_shmem_size"),
+        "max_shared_per_block": r.int("gpgpu_shmem_per_block"),
+        "sets": l1c["sets"], "line": l1c["line"],
+        "sector": r.extra.get("sm.l1.sector", l1c["port"]),
+        "banks": r.int("gpgpu_shmem_num_banks"),
+        "l1_banks": r.int("gpgpu_l1_banks"),
+        "l1_latency": r.int("gpgpu_l1_latency"),
+        "shared_latency": r.int("gpgpu_smem_latency"),
+        "mshr_entries": l1c["mshr"],
+    }
+
+
+def _sm_from_options(r: _Reader, sm: dict[str, Any]) -> dict[str, Any]:
+    """The SM; ``sm`` is the base's, for what the options do not say."""
+    n = r.int("gpgpu_num_sched_per_core")
+    threads, ws = _ints(r.need("gpgpu_shader_core_pipeline"))
+    spec = _spec_units_from_options(r, n, ws)
+    hmma = r.extra.get("sm.hmma_dtype", sm["hmma_dtype"])
+    return {
+        "sub_partitions": n, "warp_size": ws, "max_warps": threads // ws,
+        "max_blocks": r.int("gpgpu_shader_cta"),
+        "issue_width": int(r.opts.get("gpgpu_max_insn_issue_per_warp", "1")),
+        "scheduler": r.need("gpgpu_scheduler"),
+        "registers": {
+            "registers": r.int("gpgpu_shader_registers"),
+            "banks": r.int("gpgpu_num_reg_banks"),
+            "read_ports": int(r.opts.get("gpgpu_reg_file_port_throughput", "1")),
+            "collector_units": r.int("gpgpu_operand_collector_num_units_gen"),
+            "max_per_thread": r.extra.get("sm.registers.max_per_thread",
+                                          sm["registers"]["max_per_thread"]),
+        },
+        "pipes": _pipes_from_options(r, sm, n, ws, spec),
+        "tensor": _tensor_from_options(r, sm, spec[3], hmma),
+        "l1": _l1_from_options(r),
+        "hmma_dtype": hmma,
+    }
+
+
+def _l2_from_options(r: _Reader, l2: dict[str, Any]) -> dict[str, Any]:
+    l2c = _cache(r.need("gpgpu_cache:dl2"))
+    n_mem = r.int("gpgpu_n_mem")
+    n_sub = r.int("gpgpu_n_sub_partition_per_mchannel")
+    return {
+        "size": l2c["sets"] * l2c["line"] * l2c["assoc"] * n_mem * n_sub,
+        "banks_per_channel": n_sub, "line": l2c["line"],
+        "sector": r.extra.get("l2.sector", l2["sector"]),
+        "assoc": l2c["assoc"], "set_hash": _HASH_BY_LETTER.get(l2c["hash"], "linear"),
+        "port_width": l2c["port"],
+        "hit_latency": r.int("gpgpu_l2_rop_latency"),
+        "mshr_entries": l2c["mshr"],
+    }
+
+
+def _dram_from_options(r: _Reader, dram: dict[str, Any]) -> dict[str, Any]:
+    n_mem = r.int("gpgpu_n_mem")
+    timing = _timing(r.need("gpgpu_dram_timing_opt"))
+    stacks = r.extra.get("dram.stacks", dram["stacks"])
+    cps = r.extra.get("dram.channels_per_stack", dram["channels_per_stack"])
+    *_, dram_mhz = _clock_domains(r)
+    if stacks * cps != n_mem:
+        # the channels the options give win over the stacks a base or extra line says
+        stacks, cps = 1, n_mem
+    return {
+        "kind": r.extra.get("dram.kind", dram["kind"]),
+        "capacity": r.extra.get("dram.capacity", dram["capacity"]),
+        "stacks": stacks, "channels_per_stack": cps,
+        "channel_width_bits": r.int("gpgpu_dram_buswidth") * 8,
+        "clock": f"{dram_mhz} MHz",
+        "transfers_per_clock": r.int("dram_data_command_freq_ratio"),
+        "partition_indexing": _INDEXING_BY_NUMBER.get(
+            int(r.opts.get("gpgpu_memory_partition_indexing", "0")), "custom"),
+        "latency": r.int("dram_latency"),
+        "banks": timing.get("nbk", dram["banks"]),
+        "bank_groups": timing.get("nbkgrp", dram["bank_groups"]),
+        "timing": {k: timing.get(k, dram["timing"][k]) for k in dram["timing"]},
+    }
+
+
+def _clock_domains(r: _Reader) -> tuple[str, str, str, str]:
+    """core, interconnect, L2 and DRAM clocks in MHz."""
+    core, icnt_mhz, l2_mhz, dram_mhz = r.need("gpgpu_clock_domains").split(":")
+    return core, icnt_mhz, l2_mhz, dram_mhz
+
+
+def _clocks_from_options(r: _Reader) -> dict[str, str]:
+    core, icnt_mhz, l2_mhz, _ = _clock_domains(r)
+    return {"core": f"{core} MHz", "interconnect": f"{icnt_mhz} MHz", "l2": f"{l2_mhz} MHz"}
 
 
 def read_accelsim_config(config_dir: "str | Path", base: "GPU | None" = None) -> GPU:

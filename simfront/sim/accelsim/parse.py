@@ -292,27 +292,59 @@ class _KeyCache(dict):
 def parse_log(text: str) -> ParsedLog:
     """Parse a GPGPU-Sim / Accel-Sim stdout (the whole text)."""
     lines = text.split("\n")
-    blocks: list[KernelBlock] = []
-    launches: list[LaunchInfo] = []
-    options: dict[str, str] = {}
-    versions: dict[str, str] = {}
-    unknown: Counter = Counter()
-    exited = False
-    limit_hit: str | None = None
-    pending = LaunchInfo()
-    block: KernelBlock | None = None
-    dram_ch = False  # inside a per-channel DRAM block
-    in_options = False
+    r = _LogReader(lines)
+    r.read()
+    blocks = r.blocks
+    tail = [ln for ln in lines[-60:] if ln.strip()][-12:]
+    failure, kind = _failure(lines, r.exited, blocks, r.launches)
+    if r.limit_hit and failure is None:
+        # -gpgpu_max_cycle/-insn/-cta stopped the run: the last block is a cut-off kernel's.
+        failure, kind = f"simulator stopped at its limit: {r.limit_hit}", "limit"
+        if blocks:
+            blocks[-1].cut_off = True
+    return ParsedLog(blocks=blocks, launches=r.launches, options=r.options,
+                     versions=r.versions, exited=r.exited, failure=failure, failure_kind=kind,
+                     unknown=r.unknown, n_lines=len(lines), tail=tail)
 
-    outside_known = _OUTSIDE_KNOWN
-    kcache: dict[str, object] = {}
-    keycache = _KeyCache()
-    numbered = enumerate(lines)
-    for i, line in numbered:
-        if not line:
-            continue
-        if block is not None:
-            # ---------------------------------------------------------------- stats block
+
+# Launch header lines ("-kernel name = ..."), told apart from "-option value" lines.
+_HEADER_PREFIXES = ("-kernel", "-grid", "-block", "-shmem", "-nregs", "-binary",
+                    "-cuda stream", "-local mem", "-nvbit", "-accelsim", "-enable lineinfo")
+
+
+class _LogReader:
+    """One pass over a log's lines: statistics blocks, launches, options, versions, and
+    the lines of no known shape."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        # an iterator, so that a step can skip lines it has read in bulk
+        self.numbered = enumerate(lines)
+        self.blocks: list[KernelBlock] = []
+        self.launches: list[LaunchInfo] = []
+        self.options: dict[str, str] = {}
+        self.versions: dict[str, str] = {}
+        self.unknown: Counter = Counter()
+        self.exited = False
+        self.limit_hit: str | None = None
+        self.pending = LaunchInfo()
+        self.block: KernelBlock | None = None
+        self.dram_ch = False  # inside a per-channel DRAM block
+        self.in_options = False
+        self.kcache: dict[str, object] = {}
+        self.keycache = _KeyCache()
+
+    def read(self) -> None:
+        # Statistics lines are most of a log: their common case, a scalar counter, is
+        # handled here with locals rather than in a method per line.
+        kcache, keycache = self.kcache, self.keycache
+        for i, line in self.numbered:
+            if not line:
+                continue
+            block = self.block
+            if block is None:
+                self._outside_line(i, line)
+                continue
             s = line.strip()
             if not s:
                 continue
@@ -328,177 +360,181 @@ def parse_log(text: str) -> ParsedLog:
                     x = float(val)
                 except ValueError:
                     x = _num(val)
-                if dram_ch:
+                if self.dram_ch:
                     kk = "dramch_" + keycache(k)
                     vals = block.values
                     vals[kk] = vals.get(kk, 0.0) + (0.0 if x != x else x)
                 else:
                     block.values[keycache(k)] = x
-                continue
-            if code is _SKIP:
-                continue
-            if code == "end":
-                block.values["gpgpu_silicon_slowdown"] = _num(val)
-                block.last_line = i + 1
-                blocks.append(block)
-                block = None
-                dram_ch = False
-            elif code == "ncmd":
-                vals = block.values
-                for part in s.split():
-                    pk, _, pv = part.partition("=")
-                    if pk != "bw_util":
-                        kk = "dramch_cmd_" + pk
-                        vals[kk] = vals.get(kk, 0.0) + float(pv)
-            elif code == "nact":
-                vals = block.values
-                vals["dramch_cmd_n_activity"] = vals.get("dramch_cmd_n_activity", 0.0) + float(
-                    s.split()[0].partition("=")[2])
-            elif code == "dram":
-                m = re.search(r"busW=(\d+) BL=(\d+)", s)
-                if m:
-                    block.values["dram_busW"] = float(m.group(1))
-                    block.values["dram_BL"] = float(m.group(2))
-                # The per-channel DRAM blocks are most of a log: sum their integer
-                # counters with regular expressions over the whole region at once.
-                try:
-                    j = lines.index(_L2_HEADING, i)
-                except ValueError:
-                    dram_ch = True  # no L2 section: the slow path, line by line
-                    continue
-                _sum_dram_region("\n".join(lines[i:j]), block.values)
-                # Skip what was just summed (the loop resumes at the L2 heading).
-                next(islice(numbered, j - i - 1, j - i - 1), None)
-            elif code == "mrqq":
-                dram_ch = False
-            elif code == "stall":
-                vals = block.values
-                for part in s.split():
-                    pk, _, pv = part.partition(":")
-                    vals["stall_" + pk.lower()] = float(pv)
-            elif code == "issue":
-                vals = block.values
-                head, _, rest = s.partition(":")
-                for part in rest.split():
-                    pk, _, pv = part.partition(":")
-                    vals[f"{head}_{pk}"] = float(pv)
-            elif code == "stream_table":
-                key = keycache(k)
-                block.stream_keys.add(key)
-                try:
-                    block.values[key] = float(val)
-                except ValueError:
-                    block.values[key] = _num(val)
-            elif code == "traffic":
-                block.values[keycache(k)] = _num(val)
-            elif code == "reads":
-                block.values["total_dram_reads"] = _num(val)
-            elif code == "writes":
-                block.values["total_dram_writes"] = _num(val)
-            elif code == "simtime":
-                m = re.search(r"\((\d+) sec\)", s)
-                block.values["gpgpu_simulation_time_s"] = float(m.group(1)) if m else math.nan
-            elif code == "simrate":
-                unit = "cycle" if "cycle/sec" in s else "inst"
-                block.values[f"gpgpu_simulation_rate_{unit}"] = _num(val)
-            elif code == "uid":
-                block.uid = int(_num(val))
-                block.values["kernel_launch_uid"] = float(block.uid)
-            elif code == "stream":
-                block.stream_id = int(_num(val))
-                block.values["kernel_stream_id"] = float(block.stream_id)
-            elif code == "kname":
-                block.name += " " + val.strip()
-            else:
-                unknown[_SHAPE_RE.sub("#", s)[:80]] += 1
-            continue
+            elif code is not _SKIP:
+                self._stats_line(code, i, s, k, val)
+        if self.block is not None:
+            # A block cut off mid-print: partial output, never a result.
+            self.unknown["<statistics block cut off>"] += 1
 
-        # -------------------------------------------------------------------- outside
+    # ------------------------------------------------------------------ statistics block
+    def _stats_line(self, code: object, i: int, s: str, k: str, val: str) -> None:
+        block = self.block
+        if code == "end":
+            block.values["gpgpu_silicon_slowdown"] = _num(val)
+            block.last_line = i + 1
+            self.blocks.append(block)
+            self.block = None
+            self.dram_ch = False
+        elif code in ("ncmd", "nact", "dram", "mrqq"):
+            self._dram_line(code, i, s)
+        elif code == "stall":
+            vals = block.values
+            for part in s.split():
+                pk, _, pv = part.partition(":")
+                vals["stall_" + pk.lower()] = float(pv)
+        elif code == "issue":
+            vals = block.values
+            head, _, rest = s.partition(":")
+            for part in rest.split():
+                pk, _, pv = part.partition(":")
+                vals[f"{head}_{pk}"] = float(pv)
+        else:
+            self._block_field(code, s, k, val)
+
+    def _dram_line(self, code: object, i: int, s: str) -> None:
+        vals = self.block.values
+        if code == "ncmd":
+            for part in s.split():
+                pk, _, pv = part.partition("=")
+                if pk != "bw_util":
+                    kk = "dramch_cmd_" + pk
+                    vals[kk] = vals.get(kk, 0.0) + float(pv)
+        elif code == "nact":
+            vals["dramch_cmd_n_activity"] = vals.get("dramch_cmd_n_activity", 0.0) + float(
+                s.split()[0].partition("=")[2])
+        elif code == "dram":
+            m = re.search(r"busW=(\d+) BL=(\d+)", s)
+            if m:
+                vals["dram_busW"] = float(m.group(1))
+                vals["dram_BL"] = float(m.group(2))
+            # The per-channel DRAM blocks are most of a log: sum their integer
+            # counters with regular expressions over the whole region at once.
+            try:
+                j = self.lines.index(_L2_HEADING, i)
+            except ValueError:
+                self.dram_ch = True  # no L2 section: the slow path, line by line
+                return
+            _sum_dram_region("\n".join(self.lines[i:j]), vals)
+            # Skip what was just summed (the loop resumes at the L2 heading).
+            next(islice(self.numbered, j - i - 1, j - i - 1), None)
+        else:  # "mrqq"
+            self.dram_ch = False
+
+    def _block_field(self, code: object, s: str, k: str, val: str) -> None:
+        block = self.block
+        if code == "stream_table":
+            key = self.keycache(k)
+            block.stream_keys.add(key)
+            try:
+                block.values[key] = float(val)
+            except ValueError:
+                block.values[key] = _num(val)
+        elif code == "traffic":
+            block.values[self.keycache(k)] = _num(val)
+        elif code == "reads":
+            block.values["total_dram_reads"] = _num(val)
+        elif code == "writes":
+            block.values["total_dram_writes"] = _num(val)
+        elif code == "simtime":
+            m = re.search(r"\((\d+) sec\)", s)
+            block.values["gpgpu_simulation_time_s"] = float(m.group(1)) if m else math.nan
+        elif code == "simrate":
+            unit = "cycle" if "cycle/sec" in s else "inst"
+            block.values[f"gpgpu_simulation_rate_{unit}"] = _num(val)
+        elif code == "uid":
+            block.uid = int(_num(val))
+            block.values["kernel_launch_uid"] = float(block.uid)
+        elif code == "stream":
+            block.stream_id = int(_num(val))
+            block.values["kernel_stream_id"] = float(block.stream_id)
+        elif code == "kname":
+            block.name += " " + val.strip()
+        else:
+            self.unknown[_SHAPE_RE.sub("#", s)[:80]] += 1
+
+    # ------------------------------------------------------------------ outside the blocks
+    def _outside_line(self, i: int, line: str) -> None:
         if line.isspace():
-            continue
+            return
         c0 = line[0]
         if (c0 == "t" and line.startswith("thread block = ")) or (
                 c0 == "G" and line.startswith("GPGPU-Sim uArch: Shader ")):
-            continue  # CTA placement: most of the lines outside statistics blocks
+            return  # CTA placement: most of the lines outside statistics blocks
         if c0 == "-":
-            if in_options or not line.startswith(("-kernel", "-grid", "-block", "-shmem",
-                                                  "-nregs", "-binary", "-cuda stream",
-                                                  "-local mem", "-nvbit", "-accelsim",
-                                                  "-enable lineinfo")):
-                # "-option   value # doc"
-                body = line[1:].split(" # ", 1)[0]
-                name, _, value = body.partition(" ")
-                options[name] = value.strip()
-                continue
-            k, _, v = line[1:].partition(" = ")
-            pending.header[k.strip()] = v.strip()
-            if k == "kernel id":
-                pending.kernel_id = int(_num(v))
-            elif k == "grid dim":
-                pending.grid = v.strip().strip("()")
-            elif k == "block dim":
-                pending.block = v.strip().strip("()")
-            elif k == "kernel name":
-                pending.name = v.strip()
-            elif k == "cuda stream id":
-                pending.stream_id = int(_num(v))
-            continue
-        if line.startswith("kernel_name = "):
-            block = KernelBlock(uid=0, name=line[14:].strip(), stream_id=0, first_line=i + 1)
-            in_options = False
-            continue
-        if line.startswith("GPGPU-Sim: Configuration options"):
-            in_options = True
-            continue
-        if line.startswith("Processing kernel "):
-            in_options = False
-            pending = LaunchInfo(trace_file=line[18:].strip())
-            continue
-        if line.startswith("launching kernel name:"):
-            m = re.match(r"launching kernel name: (\S+) uid: (\d+)(?: cuda_stream_id: (\d+))?", line)
-            if m:
-                pending.name = m.group(1)
-                pending.uid = int(m.group(2))
-                if m.group(3) is not None:
-                    pending.stream_id = int(m.group(3))
-            launches.append(pending)
-            pending = LaunchInfo()
-            continue
+            self._dash_line(line)
+        elif line.startswith("kernel_name = "):
+            self.block = KernelBlock(uid=0, name=line[14:].strip(), stream_id=0,
+                                     first_line=i + 1)
+            self.in_options = False
+        elif line.startswith("GPGPU-Sim: Configuration options"):
+            self.in_options = True
+        elif line.startswith("Processing kernel "):
+            self.in_options = False
+            self.pending = LaunchInfo(trace_file=line[18:].strip())
+        elif line.startswith("launching kernel name:"):
+            self._launch_line(line)
+        else:
+            self._marker_line(line)
+
+    def _dash_line(self, line: str) -> None:
+        """An option ("-option   value # doc") or a launch header line ("-grid dim = ...")."""
+        if self.in_options or not line.startswith(_HEADER_PREFIXES):
+            body = line[1:].split(" # ", 1)[0]
+            name, _, value = body.partition(" ")
+            self.options[name] = value.strip()
+            return
+        pending = self.pending
+        k, _, v = line[1:].partition(" = ")
+        pending.header[k.strip()] = v.strip()
+        if k == "kernel id":
+            pending.kernel_id = int(_num(v))
+        elif k == "grid dim":
+            pending.grid = v.strip().strip("()")
+        elif k == "block dim":
+            pending.block = v.strip().strip("()")
+        elif k == "kernel name":
+            pending.name = v.strip()
+        elif k == "cuda stream id":
+            pending.stream_id = int(_num(v))
+
+    def _launch_line(self, line: str) -> None:
+        pending = self.pending
+        m = re.match(r"launching kernel name: (\S+) uid: (\d+)(?: cuda_stream_id: (\d+))?",
+                     line)
+        if m:
+            pending.name = m.group(1)
+            pending.uid = int(m.group(2))
+            if m.group(3) is not None:
+                pending.stream_id = int(m.group(3))
+        self.launches.append(pending)
+        self.pending = LaunchInfo()
+
+    def _marker_line(self, line: str) -> None:
+        """Versions, the exit and limit markers; anything else of no known shape is
+        counted as unknown."""
         if line.startswith("Accel-Sim [build"):
-            versions["accelsim_build"] = line[len("Accel-Sim [build"):].strip(" ]")
-            continue
-        if "GPGPU-Sim Simulator Version" in line:
+            self.versions["accelsim_build"] = line[len("Accel-Sim [build"):].strip(" ]")
+        elif "GPGPU-Sim Simulator Version" in line:
             m = re.search(r"Version (\S+)\s+\[build (\S+?)\]", line)
             if m:
-                versions["gpgpusim_version"] = m.group(1)
-                versions["gpgpusim_build"] = m.group(2)
-            continue
-        if "exit detected" in line:
-            exited = True
-            continue
-        if line.startswith("GPGPU-Sim: ** break due to reaching the maximum"):
-            limit_hit = line.strip()
-            continue
-        if line.startswith(outside_known) or _TIMING_RE.match(line):
-            continue
-        if any(m in line for m, _ in _FAILURE_MARKERS):
-            continue  # reported as the failure, not as an unknown line
-        unknown[_SHAPE_RE.sub("#", line.strip())[:80]] += 1
-
-    if block is not None:
-        # A block cut off mid-print: partial output, never a result.
-        unknown["<statistics block cut off>"] += 1
-
-    tail = [ln for ln in lines[-60:] if ln.strip()][-12:]
-    failure, kind = _failure(lines, exited, blocks, launches)
-    if limit_hit and failure is None:
-        # -gpgpu_max_cycle/-insn/-cta stopped the run: the last block is a cut-off kernel's.
-        failure, kind = f"simulator stopped at its limit: {limit_hit}", "limit"
-        if blocks:
-            blocks[-1].cut_off = True
-    return ParsedLog(blocks=blocks, launches=launches, options=options, versions=versions,
-                     exited=exited, failure=failure, failure_kind=kind, unknown=unknown,
-                     n_lines=len(lines), tail=tail)
+                self.versions["gpgpusim_version"] = m.group(1)
+                self.versions["gpgpusim_build"] = m.group(2)
+        elif "exit detected" in line:
+            self.exited = True
+        elif line.startswith("GPGPU-Sim: ** break due to reaching the maximum"):
+            self.limit_hit = line.strip()
+        elif line.startswith(_OUTSIDE_KNOWN) or _TIMING_RE.match(line):
+            pass
+        elif any(m in line for m, _ in _FAILURE_MARKERS):
+            pass  # reported as the failure, not as an unknown line
+        else:
+            self.unknown[_SHAPE_RE.sub("#", line.strip())[:80]] += 1
 
 
 def failure_reason(stdout_tail: list[str], exited: bool,

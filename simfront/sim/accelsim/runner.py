@@ -205,6 +205,9 @@ class AccelSimBackend(Backend):
 
     def _prepare_traces(self, job: SimJob, tdir: Path,
                         install: AccelSimInstall) -> tuple[list[dict], dict | None]:
+        """Lay out in ``tdir`` the kernels the job sends, as this install reads them: text
+        for 1.x, headers overridden, ISA rewritten where asked. Returns what was sent (one
+        record per kernel) and the ISA rewrite's report (None without one)."""
         src_dir = Path(job.trace_dir)
         entries = parse_kernelslist(src_dir / "kernelslist.g")
         kernels = [e for e in entries if isinstance(e, KernelRef)]
@@ -219,108 +222,22 @@ class AccelSimBackend(Backend):
         if tdir.exists():
             shutil.rmtree(tdir)
         tdir.mkdir(parents=True)
-
-        # .tracez (Accel-Sim 2.x): 2.x reads it; 1.x needs it as text first.
-        tracez = [k.file for k in chosen if k.file.endswith(".tracez")]
-        work_dir = src_dir
-        if tracez and not install.reads_tracez:
-            work_dir = tdir.parent / "traces-text"
-            work_dir.mkdir(exist_ok=True)
-            ren = []
-            for e in entries:
-                if isinstance(e, KernelRef) and e.file.endswith(".tracez"):
-                    new = e.file[: -len(".tracez")] + ".traceg"
-                    tracez_to_traceg(install, src_dir / e.file, work_dir / new)
-                    headers[new] = read_header(work_dir / new)
-                    ren.append(KernelRef(new, e.line))
-                elif isinstance(e, KernelRef):
-                    os.symlink((src_dir / e.file).resolve(), work_dir / e.file)
-                    ren.append(e)
-                else:
-                    ren.append(e)
-            (work_dir / "kernelslist.g").write_text(format_kernelslist(ren))
-            renames = {k.file: k.file[: -len(".tracez")] + ".traceg" for k in chosen}
-            chosen = [KernelRef(renames.get(k.file, k.file), k.line) for k in chosen]
-
-        # Header validation: what would be sent, after overrides and compat.
-        problems = []
-        for k in chosen:
-            h = dict(headers[k.file])
-            for scope in ("*", k.file):
-                h.update({f.replace("_", " "): str(v) for f, v in overrides.get(scope, {}).items()})
-            if compat_target:
-                h["binary version"] = str(bv)
-            mine = header_problems(h, install)
-            theirs = [p for p in _stage_validation(h, work_dir / k.file)
-                      if not any(p.split(":")[0].split()[0] in m for m in mine)]
-            problems += [f"{k.file}: {p}" for p in mine + theirs]
-        if problems:
-            raise BackendError("trace headers fail validation:\n  " + "\n  ".join(problems)
-                               + "\n(set options['header_overrides'], e.g. {'*': {'nregs': 32}},"
-                               " with values from the launch record or ncu)")
-
+        work_dir, chosen = _tracez_as_text(install, src_dir, tdir.parent / "traces-text",
+                                           entries, headers, chosen)
+        _check_headers(chosen, headers, overrides, bv if compat_target else None, work_dir,
+                       install)
         files = [k.file for k in chosen]
+        sampled = {k.file for k in chosen if _sampled(headers[k.file])}
         compat = None
         traced: dict[str, int] = {}  # original warp instructions of each sampled kernel
-        sampled = {k.file for k in chosen if _sampled(headers[k.file])}
         if compat_target:
-            # Plain text by default: rewriting is I/O bound and xz costs more than it saves
-            # for a scratch copy; .xz when asked (Accel-Sim 1.x reads it through `xz -dc`).
-            compress = bool(opts.get("compress_traces", False)) and shutil.which("xz") is not None
-            report = rewrite_traceset(work_dir, tdir, target=compat_target, binary_version=bv,
-                                      files=files, header_overrides=overrides, compress=compress)
-            compat = report.as_dict()
-            compat["summary"] = report.summary()
-            refused = {r.file for r in report.refused}
-            chosen = [k for k in chosen if k.file not in refused]
-            traced = {k.file: k.instructions_in for k in report.kernels}
+            chosen, compat, traced = _rewrite_isa(work_dir, tdir, compat_target, bv, files,
+                                                  overrides, chosen, opts)
         elif overrides or sampled:
-            # Header fixes without ISA changes: a rewritten copy, opcodes untouched.
-            kept = []
-            for e in parse_kernelslist(work_dir / "kernelslist.g"):
-                if isinstance(e, KernelRef):
-                    if e.file in files:
-                        ov = {**overrides.get("*", {}), **overrides.get(e.file, {})}
-                        name = _out_name(e.file, False)
-                        kr = rewrite_kernel(work_dir / e.file, tdir / name, None, ov)
-                        traced[e.file] = kr.instructions
-                        kept.append(KernelRef(name, e.line))
-                else:
-                    kept.append(e)
-            (tdir / "kernelslist.g").write_text(format_kernelslist(kept))
+            traced = _rewrite_headers(work_dir, tdir, files, overrides)
         else:
-            kept = []
-            for e in parse_kernelslist(work_dir / "kernelslist.g"):
-                if isinstance(e, KernelRef):
-                    if e.file in files:
-                        name = e.file
-                        if name.endswith(".zst"):  # 1.x reads plain and .xz only
-                            copy_traceset(work_dir, tdir, [name])
-                            name = name[:-4]
-                        else:
-                            os.symlink((work_dir / name).resolve(), tdir / name)
-                        kept.append(KernelRef(name, e.line))
-                else:
-                    kept.append(e)
-            (tdir / "kernelslist.g").write_text(format_kernelslist(kept))
-        sent = []
-        for uid, k in enumerate(chosen, 1):
-            h = headers[k.file]
-            sent.append({"uid": uid, "file": k.file, "name": h.get("kernel name", ""),
-                         "kernel_id": _int(h.get("kernel id")),
-                         "grid": h.get("grid dim", "").strip("()"),
-                         "block": h.get("block dim", "").strip("()"),
-                         "trace_hash": sha256_file(work_dir / k.file)})
-            if k.file in sampled and k.file in traced:
-                hh = dict(h)
-                for scope in ("*", k.file):
-                    hh.update({f.replace("_", " "): str(v)
-                               for f, v in overrides.get(scope, {}).items()})
-                sent[-1]["sampled"] = {
-                    "traced": _sampled(h)[0], "total": _sampled(h)[1],
-                    "traced_instructions": traced[k.file], "census": _census(h),
-                    "nregs": _int(hh.get("nregs")) or 0, "shmem": _int(hh.get("shmem")) or 0}
-        return sent, compat
+            _link_kernels(work_dir, tdir, files)
+        return _sent_records(chosen, headers, work_dir, sampled, traced, overrides), compat
 
     def _fill_identity(self, records: list[dict], job: SimJob, sent: list[dict], gpu_name: str,
                        config_hash: str, install: AccelSimInstall) -> None:
@@ -348,6 +265,143 @@ class AccelSimBackend(Backend):
                         wall_s=time.monotonic() - t0)
         save_result(res, out / RESULT_NAME)
         return res
+
+
+
+# --------------------------------------------------------------------------- trace steps
+
+
+def _tracez_as_text(install: AccelSimInstall, src_dir: Path, text_dir: Path,
+                    entries: list, headers: dict[str, dict[str, str]],
+                    chosen: list[KernelRef]) -> tuple[Path, list[KernelRef]]:
+    """The folder the kernels are read from and the chosen kernels as named there: the
+    set itself, or for an install that cannot read ``.tracez`` (Accel-Sim 2.x's format;
+    1.x reads text) a copy in ``text_dir`` with those kernels converted to ``.traceg``
+    (``headers`` gains their headers)."""
+    tracez = [k.file for k in chosen if k.file.endswith(".tracez")]
+    if not tracez or install.reads_tracez:
+        return src_dir, chosen
+    text_dir.mkdir(exist_ok=True)
+    ren = []
+    for e in entries:
+        if isinstance(e, KernelRef) and e.file.endswith(".tracez"):
+            new = e.file[: -len(".tracez")] + ".traceg"
+            tracez_to_traceg(install, src_dir / e.file, text_dir / new)
+            headers[new] = read_header(text_dir / new)
+            ren.append(KernelRef(new, e.line))
+        elif isinstance(e, KernelRef):
+            os.symlink((src_dir / e.file).resolve(), text_dir / e.file)
+            ren.append(e)
+        else:
+            ren.append(e)
+    (text_dir / "kernelslist.g").write_text(format_kernelslist(ren))
+    renames = {k.file: k.file[: -len(".tracez")] + ".traceg" for k in chosen}
+    return text_dir, [KernelRef(renames.get(k.file, k.file), k.line) for k in chosen]
+
+
+def _overridden(h: dict[str, str], overrides: dict, file: str) -> dict[str, str]:
+    """A kernel's header with the job's header overrides (``*`` first, then the file's)."""
+    h = dict(h)
+    for scope in ("*", file):
+        h.update({f.replace("_", " "): str(v) for f, v in overrides.get(scope, {}).items()})
+    return h
+
+
+def _check_headers(chosen: list[KernelRef], headers: dict[str, dict[str, str]],
+                   overrides: dict, binary_version: "int | None", work_dir: Path,
+                   install: AccelSimInstall) -> None:
+    """Validate the headers as they would be sent, after overrides and the ISA rewrite
+    (which sets ``binary_version``); the simulator fails late and obscurely on bad ones."""
+    problems = []
+    for k in chosen:
+        h = _overridden(headers[k.file], overrides, k.file)
+        if binary_version is not None:
+            h["binary version"] = str(binary_version)
+        mine = header_problems(h, install)
+        theirs = [p for p in _stage_validation(h, work_dir / k.file)
+                  if not any(p.split(":")[0].split()[0] in m for m in mine)]
+        problems += [f"{k.file}: {p}" for p in mine + theirs]
+    if problems:
+        raise BackendError("trace headers fail validation:\n  " + "\n  ".join(problems)
+                           + "\n(set options['header_overrides'], e.g. {'*': {'nregs': 32}},"
+                           " with values from the launch record or ncu)")
+
+
+def _rewrite_isa(work_dir: Path, tdir: Path, target: str, binary_version: int,
+                 files: list[str], overrides: dict, chosen: list[KernelRef],
+                 opts: dict) -> tuple[list[KernelRef], dict, dict[str, int]]:
+    """The kernels rewritten for another ISA: those still sent (refused ones dropped), the
+    rewrite's report and each kernel's traced instruction count."""
+    # Plain text by default: rewriting is I/O bound and xz costs more than it saves
+    # for a scratch copy; .xz when asked (Accel-Sim 1.x reads it through `xz -dc`).
+    compress = bool(opts.get("compress_traces", False)) and shutil.which("xz") is not None
+    report = rewrite_traceset(work_dir, tdir, target=target, binary_version=binary_version,
+                              files=files, header_overrides=overrides, compress=compress)
+    compat = report.as_dict()
+    compat["summary"] = report.summary()
+    refused = {r.file for r in report.refused}
+    chosen = [k for k in chosen if k.file not in refused]
+    return chosen, compat, {k.file: k.instructions_in for k in report.kernels}
+
+
+def _rewrite_headers(work_dir: Path, tdir: Path, files: list[str],
+                     overrides: dict) -> dict[str, int]:
+    """Header fixes without ISA changes: a rewritten copy, opcodes untouched. Returns each
+    kernel's traced instruction count."""
+    traced: dict[str, int] = {}
+    kept = []
+    for e in parse_kernelslist(work_dir / "kernelslist.g"):
+        if isinstance(e, KernelRef):
+            if e.file in files:
+                ov = {**overrides.get("*", {}), **overrides.get(e.file, {})}
+                name = _out_name(e.file, False)
+                kr = rewrite_kernel(work_dir / e.file, tdir / name, None, ov)
+                traced[e.file] = kr.instructions
+                kept.append(KernelRef(name, e.line))
+        else:
+            kept.append(e)
+    (tdir / "kernelslist.g").write_text(format_kernelslist(kept))
+    return traced
+
+
+def _link_kernels(work_dir: Path, tdir: Path, files: list[str]) -> None:
+    """The kernels as they are: linked, or decompressed where 1.x cannot read them."""
+    kept = []
+    for e in parse_kernelslist(work_dir / "kernelslist.g"):
+        if isinstance(e, KernelRef):
+            if e.file in files:
+                name = e.file
+                if name.endswith(".zst"):  # 1.x reads plain and .xz only
+                    copy_traceset(work_dir, tdir, [name])
+                    name = name[:-4]
+                else:
+                    os.symlink((work_dir / name).resolve(), tdir / name)
+                kept.append(KernelRef(name, e.line))
+        else:
+            kept.append(e)
+    (tdir / "kernelslist.g").write_text(format_kernelslist(kept))
+
+
+def _sent_records(chosen: list[KernelRef], headers: dict[str, dict[str, str]],
+                  work_dir: Path, sampled: set[str], traced: dict[str, int],
+                  overrides: dict) -> list[dict]:
+    """One record per kernel sent, numbered as the simulator numbers launches; a sampled
+    kernel's says what its records are scaled by (scale_sampled_records)."""
+    sent = []
+    for uid, k in enumerate(chosen, 1):
+        h = headers[k.file]
+        sent.append({"uid": uid, "file": k.file, "name": h.get("kernel name", ""),
+                     "kernel_id": _int(h.get("kernel id")),
+                     "grid": h.get("grid dim", "").strip("()"),
+                     "block": h.get("block dim", "").strip("()"),
+                     "trace_hash": sha256_file(work_dir / k.file)})
+        if k.file in sampled and k.file in traced:
+            hh = _overridden(h, overrides, k.file)
+            sent[-1]["sampled"] = {
+                "traced": _sampled(h)[0], "total": _sampled(h)[1],
+                "traced_instructions": traced[k.file], "census": _census(h),
+                "nregs": _int(hh.get("nregs")) or 0, "shmem": _int(hh.get("shmem")) or 0}
+    return sent
 
 
 # --------------------------------------------------------------------------- helpers
