@@ -185,6 +185,11 @@ def parse_line(text: str, line: int = 0, path=None, tracer_version: int = 5,
 
 OPTABLE_SIZE = 4096  # distinct opcode strings per kernel (a power of two)
 
+# scan_body's steps are small functions compiled into its loop (inline="always"). The loop's
+# speed is the reader's: a split was kept only where it scanned ho-hybrid's largest kernels
+# as fast as the single loop did (a split that passed every column between functions per
+# line ran 1.5x slower).
+
 
 @dataclass
 class ScanState:
@@ -340,6 +345,229 @@ def _grow_u64(a, need):
 
 
 @numba.njit(cache=True)
+def _count_lines(buf, start, end):
+    n = 1
+    for k in range(start, end):
+        if buf[k] == 10:
+            n += 1
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
+    """``thread block = x,y,z``: its coordinates into ``tb_xyz[ntb]``, after checking that
+    the previous block was complete. Returns (error code, its line); (0, 0) when fine."""
+    k = j
+    while k < eol and buf[k] != 61:
+        k += 1
+    k += 1
+    vals = np.zeros(3, np.int64)
+    ok = True
+    for d in range(3):
+        k = _skip_spaces(buf, k, eol)
+        s = k
+        while k < eol and buf[k] != 44 and buf[k] != 32 and buf[k] != 13:
+            k += 1
+        v, good = _dec(buf, s, k)
+        ok = ok and good
+        vals[d] = v
+        if k < eol and buf[k] == 44:
+            k += 1
+    if not ok or not _starts(buf, j, eol, np.array([116, 104, 114, 101, 97, 100, 32, 98], np.uint8)):
+        return 13, lineno
+    if wst[0] >= 0 and wst[1] != wst[0]:
+        return 17, wst[2]
+    if cur_tb >= 0 and wst[3] != wst[4]:
+        return 18, wst[5]
+    wst[0] = -1
+    wst[3] = 0
+    wst[5] = lineno
+    tb_xyz[ntb, 0] = vals[0]
+    tb_xyz[ntb, 1] = vals[1]
+    tb_xyz[ntb, 2] = vals[2]
+    return 0, 0
+
+
+@numba.njit(cache=True, inline="always")
+def _warp_or_insts_line(buf, j, eol, lineno, cur_tb, cur_warp, wst):
+    """``warp = N`` or ``insts = N``. Returns (error code, its line, the current warp)."""
+    k = j
+    while k < eol and buf[k] != 61:
+        k += 1
+    s = _skip_spaces(buf, k + 1, eol)
+    e = _token_end(buf, s, eol)
+    v, ok = _dec(buf, s, e)
+    if k >= eol or not ok or _skip_spaces(buf, e, eol) != eol:
+        return 13, lineno, cur_warp
+    if buf[j] == 119:
+        return 0, 0, v
+    if cur_warp < 0 or cur_tb < 0:
+        return 16, lineno, cur_warp
+    if wst[0] >= 0 and wst[1] != wst[0]:
+        return 17, wst[2], cur_warp
+    wst[0] = v
+    wst[1] = 0
+    wst[2] = lineno
+    wst[3] += 1
+    return 0, 0, cur_warp
+
+
+@numba.njit(cache=True, inline="always")
+def _structure_line(buf, j, eol, lineno, cur_tb, cur_warp, wst, tb_xyz, ntb):
+    """A line that is not an instruction (``#END_TB`` and comments, ``thread block =``,
+    ``warp =``, ``insts =``). Returns (error code, its line, thread block, warp, thread
+    blocks met)."""
+    if buf[j] == 35:  # '#': #BEGIN_TB, #END_TB, comments
+        if _starts(buf, j, eol, np.array([35, 69, 78, 68, 95, 84, 66], np.uint8)):  # #END_TB
+            cur_warp = -1
+        return 0, 0, cur_tb, cur_warp, ntb
+    if buf[j] == 116:  # 'thread block = x,y,z'
+        err, err_line = _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb)
+        if err:
+            return err, err_line, cur_tb, cur_warp, ntb
+        return 0, 0, cur_tb + 1, -1, ntb + 1
+    err, err_line, cur_warp = _warp_or_insts_line(buf, j, eol, lineno, cur_tb, cur_warp, wst)
+    return err, err_line, cur_tb, cur_warp, ntb
+
+
+@numba.njit(cache=True, inline="always")
+def _counted_registers(buf, e, eol, limit, out):
+    """A register count (at most ``limit``) and that many registers into ``out``.
+    Returns (count, end, what failed: 0 nothing, 1 the count, 2 a register)."""
+    p, e = _next(buf, e, eol)
+    count, ok = _dec(buf, p, e)
+    if not ok or count < 0 or count > limit:
+        return count, e, 1
+    e, ok = _read_regs(buf, e, eol, count, out)
+    return count, e, 0 if ok else 2
+
+
+@numba.njit(cache=True, inline="always")
+def _popcount(m):
+    lanes = 0
+    while m:
+        lanes += 1
+        m &= m - np.uint32(1)
+    return lanes
+
+
+@numba.njit(cache=True, inline="always")
+def _pc_token(buf, j, eol, lineinfo):
+    """The span of an instruction line's PC, after the source line number where the
+    trace has line info."""
+    if lineinfo:
+        return _next(buf, _token_end(buf, j, eol), eol)
+    return j, _token_end(buf, j, eol)
+
+
+@numba.njit(cache=True, inline="always")
+def _immediate_and_end(buf, e, eol, tracer_version):
+    """The immediate that tracer version 5 ends a line with (0 before it), then nothing
+    but spaces. Returns (immediate, error code: 0, 11 the immediate, 12 the end)."""
+    iv = np.int64(0)
+    if tracer_version >= 5:
+        p, e = _next(buf, e, eol)
+        iv, ok = _dec(buf, p, e)
+        if not ok:
+            return iv, 11
+    if _skip_spaces(buf, e, eol) != eol:
+        return iv, 12
+    return iv, 0
+
+
+@numba.njit(cache=True, inline="always")
+def _opcode_id(buf, p, e, op_keys, op_vals, op_count, op_first):
+    """The kernel-local id of the opcode spelled buf[p:e], or -1 when the table is full.
+    FNV-1a of the text into an open-addressing table; a new opcode's first spelling goes to
+    ``op_first`` for the caller to decode once."""
+    table_mask = np.int64(op_keys.shape[0] - 1)
+    h = np.uint64(14695981039346656037)
+    for k in range(p, e):
+        h = (h ^ np.uint64(buf[k])) * np.uint64(1099511628211)
+    if h == np.uint64(0):
+        h = np.uint64(1)
+    slot = np.int64(h & np.uint64(table_mask))
+    while True:
+        if op_keys[slot] == h:
+            return op_vals[slot]
+        if op_keys[slot] == np.uint64(0):
+            if op_count[0] >= table_mask:
+                return -1
+            new = op_count[0]
+            op_keys[slot] = h
+            op_vals[slot] = new
+            op_first[new, 0] = p
+            op_first[new, 1] = e - p
+            op_first[new, 2] = 1  # new in this buffer
+            op_count[0] += 1
+            return new
+        slot = (slot + np.int64(1)) & table_mask
+
+
+@numba.njit(cache=True, inline="always")
+def _addresses(buf, e, eol, lanes, out):
+    """A memory instruction's address mode and its ``lanes`` addresses into ``out``.
+    Returns (mode, position after them, error code: 0, 9 the mode, 10 an address)."""
+    p, e = _next(buf, e, eol)
+    md, ok = _dec(buf, p, e)
+    if not ok or md < 0 or md > 2:
+        return md, e, 9
+    e, ok = _lane_addresses(buf, e, eol, md, lanes, out)
+    return md, e, 0 if ok else 10
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_addresses(buf, e, eol, md, lanes, out):
+    """The ``lanes`` addresses of a memory instruction in address mode ``md`` (0: one per
+    lane; 1: base and stride; 2: base and one delta per further lane) into ``out``.
+    Returns (position after them, ok)."""
+    if md == 0:
+        for r in range(lanes):
+            p, e = _next(buf, e, eol)
+            a, ok = _hex(buf, p, e)
+            if not ok:
+                return e, False
+            out[r] = a
+        return e, True
+    p, e = _next(buf, e, eol)
+    base, ok = _hex(buf, p, e)
+    if not ok:
+        return e, False
+    if md == 1:
+        p, e = _next(buf, e, eol)
+        stride, ok = _dec(buf, p, e)
+        if not ok:
+            return e, False
+        for r in range(lanes):
+            out[r] = base + np.uint64(r * stride)
+        return e, True
+    cur = base
+    if lanes > 0:
+        out[0] = base
+    for r in range(1, lanes):
+        p, e = _next(buf, e, eol)
+        dlt, ok = _dec(buf, p, e)
+        if not ok:
+            return e, False
+        cur = cur + np.uint64(dlt)
+        out[r] = cur
+    return e, True
+
+
+@numba.njit(cache=True)
+def _new_columns(n_lines):
+    """Empty columns for up to ``n_lines`` instructions (see scan_body's return)."""
+    return (np.empty(n_lines, np.int32), np.empty(n_lines, np.int32),
+            np.empty(n_lines, np.uint64), np.empty(n_lines, np.uint32),
+            np.empty(n_lines, np.int32), np.empty(n_lines, np.int8),
+            np.full((n_lines, 4), -1, np.int16), np.empty(n_lines, np.int8),
+            np.full((n_lines, 8), -1, np.int16), np.empty(n_lines, np.int32),
+            np.empty(n_lines, np.int8), np.empty(n_lines + 1, np.int64),
+            np.zeros(n_lines, np.int64), np.empty(n_lines, np.int64),
+            np.empty(max(1024, n_lines * 4), np.uint64), np.empty((n_lines, 3), np.int32))
+
+
+@numba.njit(cache=True)
 def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
               op_keys, op_vals, op_count, op_first, wst):
     """Scan complete lines of a kernel body in ``buf[start:end]``.
@@ -351,38 +579,12 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
     as it goes that each warp has as many lines as its ``insts =`` says and each thread block
     as many warps as the block size implies; :func:`finish_warp_state` checks the last ones.
     """
-    n_lines = 1
-    for k in range(start, end):
-        if buf[k] == 10:
-            n_lines += 1
-    tb = np.empty(n_lines, np.int32)
-    warp = np.empty(n_lines, np.int32)
-    pc = np.empty(n_lines, np.uint64)
-    mask = np.empty(n_lines, np.uint32)
-    op = np.empty(n_lines, np.int32)
-    ndst = np.empty(n_lines, np.int8)
-    dst = np.full((n_lines, 4), -1, np.int16)
-    nsrc = np.empty(n_lines, np.int8)
-    src = np.full((n_lines, 8), -1, np.int16)
-    width = np.empty(n_lines, np.int32)
-    mode = np.empty(n_lines, np.int8)
-    addr_off = np.empty(n_lines + 1, np.int64)
-    imm = np.zeros(n_lines, np.int64)
-    line = np.empty(n_lines, np.int64)
-    addrs = np.empty(max(1024, n_lines * 4), np.uint64)
-    tb_xyz = np.empty((n_lines, 3), np.int32)
+    (tb, warp, pc, mask, op, ndst, dst, nsrc, src, width, mode, addr_off, imm, line, addrs,
+     tb_xyz) = _new_columns(_count_lines(buf, start, end))
 
-    n = 0
-    na = 0
-    ntb = 0
-    cur_tb = tb0
-    cur_warp = warp0
-    lineno = line0
-    err = 0
-    err_line = 0
-    i = start
+    n = na = ntb = err = err_line = 0
+    cur_tb, cur_warp, lineno, i = tb0, warp0, line0, start
     addr_off[0] = 0
-    table_mask = np.int64(op_keys.shape[0] - 1)
 
     while i < end:
         eol = i
@@ -391,78 +593,18 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
         j = _skip_spaces(buf, i, eol)
         if j == eol:
             pass  # blank line
-        elif buf[j] == 35:  # '#': #BEGIN_TB, #END_TB, comments
-            if _starts(buf, j, eol, np.array([35, 69, 78, 68, 95, 84, 66], np.uint8)):  # #END_TB
-                cur_warp = -1
-        elif buf[j] == 116:  # 'thread block = x,y,z'
-            k = j
-            while k < eol and buf[k] != 61:
-                k += 1
-            k += 1
-            vals = np.zeros(3, np.int64)
-            ok = True
-            for d in range(3):
-                k = _skip_spaces(buf, k, eol)
-                s = k
-                while k < eol and buf[k] != 44 and buf[k] != 32 and buf[k] != 13:
-                    k += 1
-                v, good = _dec(buf, s, k)
-                ok = ok and good
-                vals[d] = v
-                if k < eol and buf[k] == 44:
-                    k += 1
-            if not ok or not _starts(buf, j, eol, np.array([116, 104, 114, 101, 97, 100, 32, 98], np.uint8)):
-                err, err_line = 13, lineno
+        elif buf[j] == 35 or buf[j] == 116 or buf[j] == 119 or buf[j] == 105:
+            err, err_line, cur_tb, cur_warp, ntb = _structure_line(
+                buf, j, eol, lineno, cur_tb, cur_warp, wst, tb_xyz, ntb)
+            if err:
                 break
-            if wst[0] >= 0 and wst[1] != wst[0]:
-                err, err_line = 17, wst[2]
-                break
-            if cur_tb >= 0 and wst[3] != wst[4]:
-                err, err_line = 18, wst[5]
-                break
-            wst[0] = -1
-            wst[3] = 0
-            wst[5] = lineno
-            cur_tb += 1
-            cur_warp = -1
-            tb_xyz[ntb, 0] = vals[0]
-            tb_xyz[ntb, 1] = vals[1]
-            tb_xyz[ntb, 2] = vals[2]
-            ntb += 1
-        elif buf[j] == 119 or buf[j] == 105:  # 'warp = N' / 'insts = N'
-            k = j
-            while k < eol and buf[k] != 61:
-                k += 1
-            s = _skip_spaces(buf, k + 1, eol)
-            e = _token_end(buf, s, eol)
-            v, ok = _dec(buf, s, e)
-            if k >= eol or not ok or _skip_spaces(buf, e, eol) != eol:
-                err, err_line = 13, lineno
-                break
-            if buf[j] == 119:
-                cur_warp = v
-            else:
-                if cur_warp < 0 or cur_tb < 0:
-                    err, err_line = 16, lineno
-                    break
-                if wst[0] >= 0 and wst[1] != wst[0]:
-                    err, err_line = 17, wst[2]
-                    break
-                wst[0] = v
-                wst[1] = 0
-                wst[2] = lineno
-                wst[3] += 1
         else:
             # an instruction line
             if cur_warp < 0 or cur_tb < 0 or wst[0] < 0:
                 err, err_line = 16, lineno
                 break
             wst[1] += 1
-            p = j
-            if lineinfo:  # the source line number comes first
-                p, e = _next(buf, _token_end(buf, p, eol), eol)
-            else:
-                e = _token_end(buf, p, eol)
+            p, e = _pc_token(buf, j, eol, lineinfo)
             v, ok = _hex(buf, p, e)
             if not ok:
                 err, err_line = 1, lineno
@@ -474,57 +616,23 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
                 err, err_line = 2, lineno
                 break
             mask[n] = np.uint32(mv)
-            p, e = _next(buf, e, eol)
-            nd, ok = _dec(buf, p, e)
-            if not ok or nd < 0 or nd > 4:
-                err, err_line = 3, lineno
-                break
-            ndst[n] = nd
-            e, ok = _read_regs(buf, e, eol, nd, dst[n])
-            if not ok:
-                err, err_line = 4, lineno
+            ndst[n], e, bad = _counted_registers(buf, e, eol, MAX_DST, dst[n])
+            if bad:
+                err, err_line = 2 + bad, lineno  # 3: the count, 4: a register
                 break
             p, e = _next(buf, e, eol)
             if e == p or not _is_opcode_token(buf, p, e):
                 err, err_line = 5, lineno
                 break
-            # FNV-1a of the opcode text, then an open-addressing table of local ids
-            h = np.uint64(14695981039346656037)
-            for k in range(p, e):
-                h = (h ^ np.uint64(buf[k])) * np.uint64(1099511628211)
-            if h == np.uint64(0):
-                h = np.uint64(1)
-            slot = np.int64(h & np.uint64(table_mask))
-            while True:
-                if op_keys[slot] == h:
-                    op[n] = op_vals[slot]
-                    break
-                if op_keys[slot] == np.uint64(0):
-                    if op_count[0] >= table_mask:
-                        err, err_line = 15, lineno
-                        break
-                    op_keys[slot] = h
-                    op_vals[slot] = op_count[0]
-                    op_first[op_count[0], 0] = p
-                    op_first[op_count[0], 1] = e - p
-                    op_first[op_count[0], 2] = 1  # new in this buffer
-                    op[n] = op_count[0]
-                    op_count[0] += 1
-                    break
-                slot = (slot + np.int64(1)) & table_mask
-            if err:
+            code = _opcode_id(buf, p, e, op_keys, op_vals, op_count, op_first)
+            if code < 0:
+                err, err_line = 15, lineno
                 break
-            p, e = _next(buf, e, eol)
-            ns, ok = _dec(buf, p, e)
-            if not ok or ns < 0 or ns > 8:
-                err, err_line = 6, lineno
+            op[n] = code
+            nsrc[n], e, bad = _counted_registers(buf, e, eol, MAX_SRC, src[n])
+            if bad:
+                err, err_line = 5 + bad, lineno  # 6: the count, 7: a register
                 break
-            nsrc[n] = ns
-            e, ok = _read_regs(buf, e, eol, ns, src[n])
-            if not ok:
-                err, err_line = 7, lineno
-                break
-            bad = False
             p, e = _next(buf, e, eol)
             w, ok = _dec(buf, p, e)
             if not ok or w < 0:
@@ -533,67 +641,18 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
             width[n] = w
             mode[n] = 0
             if w > 0:
-                p, e = _next(buf, e, eol)
-                md, ok = _dec(buf, p, e)
-                if not ok or md < 0 or md > 2:
-                    err, err_line = 9, lineno
-                    break
-                mode[n] = md
-                lanes = 0
-                mm = mask[n]
-                while mm:
-                    lanes += 1
-                    mm &= mm - np.uint32(1)
+                lanes = _popcount(mask[n])
                 if na + lanes > addrs.shape[0]:
                     addrs = _grow_u64(addrs, na + lanes)
-                if md == 0:
-                    for r in range(lanes):
-                        p, e = _next(buf, e, eol)
-                        a, ok = _hex(buf, p, e)
-                        if not ok:
-                            bad = True
-                            break
-                        addrs[na + r] = a
-                else:
-                    p, e = _next(buf, e, eol)
-                    base, ok = _hex(buf, p, e)
-                    if not ok:
-                        err, err_line = 10, lineno
-                        break
-                    if md == 1:
-                        p, e = _next(buf, e, eol)
-                        stride, ok = _dec(buf, p, e)
-                        if not ok:
-                            err, err_line = 10, lineno
-                            break
-                        for r in range(lanes):
-                            addrs[na + r] = base + np.uint64(r * stride)
-                    else:
-                        cur = base
-                        if lanes > 0:
-                            addrs[na] = base
-                        for r in range(1, lanes):
-                            p, e = _next(buf, e, eol)
-                            dlt, ok = _dec(buf, p, e)
-                            if not ok:
-                                bad = True
-                                break
-                            cur = cur + np.uint64(dlt)
-                            addrs[na + r] = cur
-                if bad:
-                    err, err_line = 10, lineno
+                mode[n], e, err = _addresses(buf, e, eol, lanes, addrs[na:])
+                if err:
+                    err_line = lineno
                     break
                 na += lanes
             addr_off[n + 1] = na
-            if tracer_version >= 5:
-                p, e = _next(buf, e, eol)
-                iv, ok = _dec(buf, p, e)
-                if not ok:
-                    err, err_line = 11, lineno
-                    break
-                imm[n] = iv
-            if _skip_spaces(buf, e, eol) != eol:
-                err, err_line = 12, lineno
+            imm[n], err = _immediate_and_end(buf, e, eol, tracer_version)
+            if err:
+                err_line = lineno
                 break
             tb[n] = cur_tb
             warp[n] = cur_warp
