@@ -14,6 +14,8 @@ import pytest
 from simfront.analysis import whatif as W
 from simfront.core.errors import InputError
 from simfront.core.paths import repo_dir
+from simfront.sweep.store import JobStore
+from simfront.sweep.worker import read_runs
 
 TRACES = repo_dir("traces")
 TINY = TRACES / "mamba2_lm-tiny"
@@ -128,16 +130,39 @@ def test_analysis_on_real_data(tiny_sms32):
     assert s["base"] == "h100-all" and r.base == "h100-all"
 
 
+def _store_results(cache) -> list:
+    return sorted(cache.glob("jobs/*/result.json"))
+
+
 @pytest.mark.slow  # the model on two GPUs: about a CPU minute
-def test_model_records_come_from_the_cache(tiny_sms32):
+def test_model_records_come_from_the_job_store(tiny_sms32):
     _, cache, _ = tiny_sms32
-    results = sorted(cache.rglob("result.json"))
+    results = _store_results(cache)
     assert len(results) == 2  # the baseline and the 32-SM variant
+    store = JobStore(cache)
+    assert store.counts()["done"] == 2
+    assert {s.backend for s in store.specs()} == {"model"}
+    assert len(read_runs(cache)) == 2  # each ran once
     stamps = [p.stat().st_mtime_ns for p in results]
     msgs: list[str] = []
     W.compare(TINY, ["h100-sms32"], cache, progress=msgs.append, l2="cold")
     assert msgs == []  # nothing re-simulated
     assert [p.stat().st_mtime_ns for p in results] == stamps
+    assert len(read_runs(cache)) == 2
+
+
+@pytest.mark.slow  # the model on two GPUs: about a CPU minute
+def test_a_run_left_running_is_taken_up_again(tiny_sms32, tmp_path):
+    """A what-if stopped mid-run leaves its job 'running' in the store: the next run gives it
+    back to the queue and the worker reuses the result it finds, or runs it."""
+    _, cache, _ = tiny_sms32
+    job = W.model_job(TINY, W.condition("h100-sms32").model_gpu(), "cold")
+    store = JobStore(cache)
+    with store.conn:
+        store.conn.execute("UPDATE jobs SET state = 'running' WHERE job_id = ?", (job.job_id,))
+    recs = W.model_records(TINY, W.condition("h100-sms32").model_gpu(), cache, l2="cold")
+    assert len(recs) > 0 and JobStore(cache).counts()["done"] == 2
+    assert len(read_runs(cache)) == 2  # the result was reused, not run again
 
 
 @pytest.mark.slow  # the model on two GPUs, warm: about a CPU minute
@@ -146,8 +171,8 @@ def test_warm_l2_runs_apart_and_carries_the_l2(tiny_sms32):
     (warm,) = W.compare(TINY, ["h100-sms32"], cache, l2="warm")
     assert (cold.l2, warm.l2) == ("cold", "warm")
     assert W.summary([warm])[0]["l2"] == "warm"
-    # cached apart from the cold runs
-    assert len([p for p in cache.rglob("result.json") if p.parent.name.endswith("-warm")]) == 2
+    # jobs of their own beside the cold runs
+    assert sorted(s.options["l2"] for s in JobStore(cache).specs()) == ["cold"] * 2 + ["warm"] * 2
     base = W.model_records(TINY, W.condition(W.BASE).model_gpu(), cache, l2="warm")
     assert (base.sim_l2_start == "warm").all()
     # kernels find what earlier ones left: fewer DRAM reads over the step than when cold
@@ -326,9 +351,8 @@ def test_compare_on_an_h200_base(tmp_path):
     # the hardware ratio is the renamed H100 timelines': the same as the H100 set's
     assert r.n_trace == 197 and r.hw_ratio > 1.02
     assert r.model_ratio > 1.0
-    cached = sorted((tmp_path / "cache").rglob("result.json"))
     from simfront.gpu import config_hash, load_gpu, with_variants
 
     h200 = load_gpu("h200")
-    want = {config_hash(h200)[:16], config_hash(with_variants(h200, sm_count=64))[:16]}
-    assert {p.parent.name.split("-")[0] for p in cached} == want
+    want = {config_hash(h200), config_hash(with_variants(h200, sm_count=64))}
+    assert {s.config_hash for s in JobStore(tmp_path / "cache").specs()} == want

@@ -149,8 +149,8 @@ def correlate_cmd(sweep: Path, ncu: Path, config: str | None, workload: str | No
               help="What-if timelines to compare (file stems under whatif/, e.g. "
                    "h100-sms64,h200-all; default: every one there).")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Model-record cache (default: $SIMFRONT_CACHE/whatif or "
-                                 "~/.cache/simfront/whatif).")
+              default=None, help="The job store of the model runs (default: "
+                                 "$SIMFRONT_CACHE/whatif or ~/.cache/simfront/whatif).")
 @click.option("--l2", "l2", type=click.Choice(["cold", "warm"]), default=None,
               help="How the model's L2 starts for each kernel: empty, as ncu measures a "
                    "kernel (cold), or as the step's previous kernel left it (warm); default: "

@@ -25,9 +25,10 @@ empty L2 (``cold``, as ncu measures a kernel) or with the step's kernels run in 
 order and the L2 carried from one to the next (``warm``; docs/model.md, *Inter-kernel L2*).
 :data:`DEFAULT_L2` says which the comparison uses unless told.
 
-Model runs are the expensive part (a paper-size set is about a CPU minute per GPU), so their
-records are cached on disk per (trace set content, GPU config hash, model source hash, L2
-mode).
+Model runs are the expensive part (a paper-size set is about a CPU minute per GPU): each is a
+job of a sweep job store (:func:`model_job`: one per trace set content, GPU config hash,
+model source hash and options, the L2 mode among them), in :func:`default_cache_dir`, run
+once and read back from its ``result.json`` (docs/sweeps.md, *The what-if job store*).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,12 @@ from simfront.core.categories import kernel_category, short_name
 from simfront.core.errors import InputError
 from simfront.core.ncu import read_ncu_csv
 from simfront.gpu import GPU, config_hash, load_gpu, with_variants
-from simfront.sim.backend import SimJob
 from simfront.stats.matching import align, launch_key
+from simfront.sweep.local import LocalExecutor
+from simfront.sweep.plan import JobSpec, job_id_for
+from simfront.sweep.spec import ExecutorSettings, Resources
+from simfront.sweep.store import JobStore, Outcome
+from simfront.sweep.worker import job_dir, read_result, run_job
 from simfront.core.errors import ConfigError
 from simfront.gpu import load_gpu
 from simfront.core.timeline import gpu_prefix
@@ -301,6 +305,8 @@ def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
 
 
 def default_cache_dir() -> Path:
+    """The what-if job store's directory: ``$SIMFRONT_CACHE/whatif``, else
+    ``~/.cache/simfront/whatif``."""
     env = os.environ.get("SIMFRONT_CACHE")
     return (Path(env) if env else Path.home() / ".cache" / "simfront") / "whatif"
 
@@ -334,63 +340,144 @@ def trace_set_hash(trace_dir: Path) -> str:
     return h.hexdigest()
 
 
-def model_records(trace_dir: str | Path, gpu: GPU, cache_dir: Path | None = None,
-                  progress: Callable[[str], None] | None = None,
-                  l2: str = "cold") -> pd.DataFrame:
-    """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace
-    file name; from the cache when the set, config, model and L2 mode are unchanged.
-    Registers and shared memory come from the set's ``ncu.csv`` where it has one (as in
-    bench_model). ``l2``: ``cold`` (the model's own default, what comparisons with ncu
-    need) or ``warm`` (the model backend's ``l2`` option); the what-if comparison passes
-    :data:`DEFAULT_L2`."""
-    from simfront.sim.model.backend import RESULT_NAME, ModelBackend
+#: Attempts per what-if model job: a model run that fails fails the same way again, and the
+#: comparison reads its partial records (each launch's ``complete`` says which hold).
+MAX_ATTEMPTS = 1
+#: The executor name the store records for jobs run in this process.
+IN_PROCESS = "whatif"
 
-    trace_dir = Path(trace_dir)
-    cache_dir = default_cache_dir() if cache_dir is None else Path(cache_dir)
+
+def _launches(trace_dir: Path) -> dict[str, dict]:
+    """Registers and shared memory per trace file from the set's ``ncu.csv`` where it has
+    one (as in bench_model); none without."""
+    ncu = sorted(trace_dir.glob("ncu.csv*")) or sorted(trace_dir.glob("*.ncu.csv*"))
+    if not ncu:
+        return {}
+    from simfront.sim.model.validation import pair_launches, read_ncu
+
+    pairs, _ = pair_launches(trace_dir, read_ncu(ncu[0]))
+    return {p.kernel.path.name: p.launch for p in pairs}
+
+
+def model_job(trace_dir: str | Path, gpu: GPU, l2: str = "cold") -> JobSpec:
+    """The job store's job for the model's run of a trace set on ``gpu`` with the L2 mode
+    ``l2``. Its id is the sweep's (:func:`simfront.sweep.plan.job_id_for`) over the set's
+    content hash, the GPU's config hash, the model's source hash (as the backend version)
+    and the options (the L2 mode and the launches' registers and shared memory)."""
+    from simfront.sim.model.backend import MODEL_VERSION
+
+    trace_dir = Path(trace_dir).resolve()
     chash = config_hash(gpu)
-    out = (cache_dir / f"{trace_dir.name}-{trace_set_hash(trace_dir)[:12]}"
-           / f"{chash[:16]}-{model_source_hash()[:12]}{'' if l2 == 'cold' else '-' + l2}")
-    res_path = out / RESULT_NAME
-    data = None
-    if res_path.is_file():
-        try:
-            data = json.loads(res_path.read_text())
-        except json.JSONDecodeError:
-            data = None  # a torn cache entry: run again
-    if data is None:
-        launches = {}
-        ncu = sorted(trace_dir.glob("ncu.csv*")) or sorted(trace_dir.glob("*.ncu.csv*"))
-        if ncu:
-            from simfront.sim.model.validation import pair_launches, read_ncu
+    version = f"{MODEL_VERSION}+{model_source_hash()[:12]}"
+    options = {"l2": l2, "launches": _launches(trace_dir)}
+    tset = trace_set_hash(trace_dir)
+    return JobSpec(
+        job_id=job_id_for(tset, None, chash, "model", version, options),
+        workload=trace_dir.name, trace_dir=str(trace_dir), trace_hash=tset,
+        trace_bytes=sum(f.stat().st_size for f in trace_dir.glob("kernel-*.traceg*")),
+        kernels=None, base_gpu=gpu.name, params={}, config=gpu.name, config_hash=chash,
+        gpu=gpu, backend="model", backend_version=version, options=options)
 
-            pairs, _ = pair_launches(trace_dir, read_ncu(ncu[0]))
-            launches = {p.kernel.path.name: p.launch for p in pairs}
+
+def _requeue_stale(store: JobStore, directory: Path, ids: set[str]) -> None:
+    """Jobs of ``ids`` that a stopped process left running go back to the queue (the
+    worker's lock and result file make running one twice harmless), and failed ones
+    without a readable result are queued again."""
+    stale = [(r["job_id"], r["attempts"]) for r in store.running() if r["job_id"] in ids]
+    if stale:
+        store.release(stale, "what-if: left running by a stopped process")
+    t = store.table()
+    for job_id in t.job_id[(t.state == "failed") & t.job_id.isin(ids)]:
+        if read_result(job_dir(directory, job_id) / "result.json")[0] is None:
+            store.retry([job_id])
+
+
+def _run_here(store: JobStore, directory: Path, ids: set[str],
+              progress: Callable[[str], None] | None) -> None:
+    """Run the queued jobs of ``ids`` one by one in this process, as an executor would."""
+    while True:
+        claims = store.claim(1, IN_PROCESS, only=ids)
+        if not claims:
+            return
+        c = claims[0]
+        l2 = c.spec.options.get("l2")
         if progress:
-            progress(f"model: {trace_dir.name} on {gpu.name}, {l2} L2 ...")
+            progress(f"model: {c.spec.workload} on {c.spec.config}, {l2} L2 ...")
         t0 = time.monotonic()
-        job = SimJob(job_id=f"whatif-{trace_dir.name}-{chash[:12]}", trace_dir=trace_dir,
-                     gpu=gpu, out_dir=out, options={"launches": launches, "l2": l2})
-        # The model keeps recent trace passes in memory for sweeps over parameters that
-        # leave them alone; every condition here changes them (SM count, L2), and 64 of a
-        # paper set's passes at 32 SMs filled 11 GB, so keep none.
-        from simfront.sim.model import api
-
-        keep, api.PREPARED_CACHE_SIZE = api.PREPARED_CACHE_SIZE, 0
-        try:
-            r = ModelBackend().run(job)
-        finally:
-            api.PREPARED_CACHE_SIZE = keep
+        out = run_job(directory, c.job_id, c.attempt, c.spec)
+        store.finish([Outcome(c.job_id, c.attempt, ok=bool(out.get("ok")),
+                              exit_code=out.get("exit_code"), reason=out.get("reason"),
+                              host=out.get("host"), started_at=out.get("started_at"),
+                              finished_at=out.get("finished_at"), wall_s=out.get("wall_s"))])
         if progress:
-            progress(f"model: {trace_dir.name} on {gpu.name}: {len(r.records)} launches in "
-                     f"{time.monotonic() - t0:.0f} s" + ("" if r.ok else f" ({r.reason})"))
-        data = {"records": r.records}
-    recs = pd.DataFrame(data["records"])
+            progress(f"model: {c.spec.workload} on {c.spec.config}: {out.get('n_records')} "
+                     f"launches in {time.monotonic() - t0:.0f} s"
+                     + ("" if out.get("ok") else f" ({out.get('reason')})"))
+
+
+def run_model_jobs(jobs: Sequence[JobSpec], cache_dir: Path | None = None,
+                   workers: int = 1, progress: Callable[[str], None] | None = None) -> Path:
+    """Add the jobs to the what-if job store (``cache_dir``, default
+    :func:`default_cache_dir`) and run those not done: here, one by one, or in ``workers``
+    processes of the sweep's local executor (which also runs what-if jobs that an
+    interrupted run left queued). Returns the store's directory."""
+    from simfront.sim.model import api
+
+    directory = default_cache_dir() if cache_dir is None else Path(cache_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    store = JobStore(directory)
+    jobs = list({j.job_id: j for j in jobs}.values())
+    store.sync_plan(jobs, MAX_ATTEMPTS, set_aside_others=False)
+    _requeue_stale(store, directory, {j.job_id for j in jobs})
+    # The model keeps recent trace passes in memory for sweeps over parameters that leave
+    # them alone; every condition here changes them (SM count, L2), and 64 of a paper set's
+    # passes at 32 SMs filled 11 GB, so keep none (the local executor's workers are forks
+    # of this process and keep none either).
+    keep, api.PREPARED_CACHE_SIZE = api.PREPARED_CACHE_SIZE, 0
+    try:
+        if workers > 1 and len(jobs) > 1:
+            from simfront.sweep.runner import drive  # loads numba
+
+            ex = LocalExecutor(directory, store, ExecutorSettings(
+                workers=min(workers, len(jobs)), max_attempts=MAX_ATTEMPTS), Resources(),
+                "whatif")
+            drive(store, ex, progress=False)
+        else:
+            _run_here(store, directory, {j.job_id for j in jobs}, progress)
+    finally:
+        api.PREPARED_CACHE_SIZE = keep
+    return directory
+
+
+def job_records(directory: Path, job: JobSpec) -> pd.DataFrame:
+    """A finished what-if job's records from its ``result.json`` in the store, indexed by
+    trace file name, complete launches only."""
+    path = job_dir(directory, job.job_id) / "result.json"
+    result, why = read_result(path)
+    if result is None:
+        raise InputError(f"no model result for {job.workload} on {job.config} ({why})", path)
+    recs = pd.DataFrame(result.get("records") or [])
+    trace_dir = Path(job.trace_dir)
     trace_files = {int(k.split("-")[1].split(".")[0]): k for k in
                    (p.name for p in trace_dir.glob("kernel-*.traceg*"))}
     recs["file"] = recs["kernel_id"].map(trace_files)
     if "complete" in recs:
         recs = recs[recs["complete"].fillna(False).astype(bool)]
     return recs.set_index("file")
+
+
+def model_records(trace_dir: str | Path, gpu: GPU, cache_dir: Path | None = None,
+                  progress: Callable[[str], None] | None = None,
+                  l2: str = "cold") -> pd.DataFrame:
+    """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace
+    file name: the what-if job store's job (:func:`model_job`), run unless done.
+    Registers and shared memory come from the set's ``ncu.csv`` where it has one (as in
+    bench_model). ``l2``: ``cold`` (the model's own default, what comparisons with ncu
+    need) or ``warm`` (the model backend's ``l2`` option); the what-if comparison passes
+    :data:`DEFAULT_L2`."""
+    job = model_job(trace_dir, gpu, l2)
+    directory = run_model_jobs([job], cache_dir, progress=progress)
+    return job_records(directory, job)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,36 +537,21 @@ class WhatIf:
         return k[k.share >= min_share].head(n)
 
 
-def _warm_one(args: tuple[str, str, str, str | None, str]) -> None:
-    trace_dir, label, base_gpu, cache_dir, l2 = args
-    model_records(trace_dir, condition(label, base_gpu).model_gpu(),
-                  Path(cache_dir) if cache_dir else None, l2=l2)
-
-
 def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
                workers: int | None = None, conditions: Sequence[str] | None = None,
                l2: str = DEFAULT_L2, base: str | None = None) -> int:
     """Run the model runs that :func:`compare` will need (each set's base and every
-    condition with a timeline) side by side in ``workers`` processes (default: the cores),
-    so that the comparisons then read the cache. Returns how many runs there were."""
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-
-    work = []
+    condition with a timeline) as jobs of the what-if job store, side by side in
+    ``workers`` processes (default: the cores), so that the comparisons then find them
+    done. Returns how many jobs there were."""
+    jobs = []
     for d in trace_sets:
         base_lb = base_label(d, base)
-        work += [(str(d), lb, base_lb[:-4], str(cache_dir) if cache_dir else None, l2)
-                 for lb in dict.fromkeys([base_lb, *(
-                     c for c in available_conditions(d, base)
-                     if conditions is None or c in conditions)])]
-    workers = workers or os.cpu_count() or 1
-    if workers > 1 and len(work) > 1:
-        with ProcessPoolExecutor(min(workers, len(work))) as pool:
-            list(pool.map(_warm_one, work))
-    else:
-        for w in work:
-            _warm_one(w)
-    return len(work)
+        labels = dict.fromkeys([base_lb, *(c for c in available_conditions(d, base)
+                                           if conditions is None or c in conditions)])
+        jobs += [model_job(d, condition(lb, base_lb[:-4]).model_gpu(), l2) for lb in labels]
+    run_model_jobs(jobs, cache_dir, workers=workers or os.cpu_count() or 1)
+    return len(jobs)
 
 
 def compare(trace_dir: str | Path, conditions: Sequence[str] | None = None,

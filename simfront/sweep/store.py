@@ -219,15 +219,19 @@ class JobStore:
 
     # ------------------------------------------------------------------ plan
 
-    def sync_plan(self, jobs: list[JobSpec], max_attempts: int) -> dict[str, int]:
+    def sync_plan(self, jobs: list[JobSpec], max_attempts: int,
+                  set_aside_others: bool = True) -> dict[str, int]:
         """Make the store's plan the given jobs: new ids are queued, known ids keep their
-        state and results (done stays done), ids no longer planned are kept but set aside."""
+        state and results (done stays done), ids no longer planned are kept but set aside.
+        ``set_aside_others`` False adds the jobs to the plan instead (a store that serves as
+        a cache of runs, as the what-ifs' does, where each caller plans what it needs)."""
         now = time.time()
         conn = self.conn
         with self._tx():
             known = {r[0]: r[1] for r in conn.execute("SELECT job_id, state FROM jobs")}
             seq0 = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()[0]
-            conn.execute("UPDATE jobs SET in_plan = 0")
+            if set_aside_others:
+                conn.execute("UPDATE jobs SET in_plan = 0")
             added = 0
             for i, j in enumerate(jobs):
                 spec = json.dumps(j.to_dict(), sort_keys=True)
@@ -247,22 +251,27 @@ class JobStore:
             n_plan = len(jobs)
         kept = sum(1 for j in jobs if known.get(j.job_id) == "done")
         return {"planned": n_plan, "added": added, "already_done": kept,
-                "set_aside": len(set(known) - {j.job_id for j in jobs})}
+                "set_aside": len(set(known) - {j.job_id for j in jobs}) if set_aside_others
+                else 0}
 
     # ------------------------------------------------------------------ claiming
 
     def claim(self, limit: int, executor: str, host: str | None = None,
-              now: float | None = None) -> list[Claim]:
-        """Atomically move up to ``limit`` due queued jobs to running, one attempt each."""
+              now: float | None = None, only: "Iterable[str] | None" = None) -> list[Claim]:
+        """Atomically move up to ``limit`` due queued jobs to running, one attempt each;
+        ``only``: of these job ids (a caller that runs its own jobs of a shared store)."""
         if limit <= 0:
             return []
         now = time.time() if now is None else now
         host = host or socket.gethostname()
         conn = self.conn
+        ids = sorted(only) if only is not None else None
+        which = f" AND job_id IN ({','.join('?' * len(ids))})" if ids is not None else ""
         with self._tx():
             rows = conn.execute(
                 "SELECT job_id, attempts, spec FROM jobs WHERE state = 'queued' AND in_plan = 1"
-                " AND not_before <= ? ORDER BY seq LIMIT ?", (now, limit)).fetchall()
+                " AND not_before <= ?" + which + " ORDER BY seq LIMIT ?",
+                (now, *(ids or ()), limit)).fetchall()
             claims = []
             for r in rows:
                 attempt = r["attempts"] + 1
