@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simfront.core.errors import TraceFormatError
-from simfront.sim.model import sharing, tiles
+from simfront.sim.model import reuse, sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
                                       MemRows, global_bytes, l1_sim, l2_sim, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
@@ -556,37 +556,19 @@ def _repeat_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want
     return cols, np.concatenate([[0], np.cumsum(per_warp)]).astype(np.int64)
 
 
-def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
-    """The issue model on a prepared kernel. ``gpu`` may differ from the one the kernel was
-    prepared with in anything but the cache geometry and the SM count (pipes, issue width,
-    latencies, clocks, DRAM bandwidth): that is what makes sweeps of those cheap."""
-    t0 = time.perf_counter()
+def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
+    """The issue model's ``SmConfig`` of a prepared kernel on ``gpu`` at its unloaded DRAM
+    latency."""
     sm = gpu.sm
-    occ = occupancy(prep.launch, gpu)
-    W = occ.warps_per_block
-    if cache_key(gpu) != prep.cache_key:
-        raise ValueError("time_prepared: the GPU differs from the one the kernel was "
-                         "prepared with in SM count, occupancy limits or cache geometry")
-    table = build_optable(prep.table.opcodes, gpu)
-    cols, warp_off = prep.sm0_rows()
-    active = prep.active_sms
-    n_timed_blocks = prep.timed_blocks
-    units, _, _ = pipe_timing(gpu)
     lat = memory_latencies(gpu, params)
     bw = bandwidths(gpu, params)
+    active = prep.active_sms
     l2_share = min(bw["l2"] / active, bw["l1_sm"])
     dram_share = min(bw["dram"] / active, bw["l1_sm"])
-    P = sm.sub_partitions
-
-    rows = SmRows(warp_off, cols["pc"], cols["op"], cols["ndst"], cols["dst"], cols["nsrc"],
-                  cols["src"], cols["width"], cols["level"], cols["sectors"], cols["slots"],
-                  cols["l2"], cols["dram"], cols["waves"])
-    ops = OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
-                   table.latency.astype(np.int64), table.initiation.astype(np.int64),
-                   table.dst_span.astype(np.int64), units.astype(np.int64))
-    cfg = SmConfig(
-        n_blocks=n_timed_blocks, warps_per_block=W, blocks_per_sm=occ.blocks_per_sm,
-        sub_partitions=P, issue_width=sm.issue_width,
+    return SmConfig(
+        n_blocks=prep.timed_blocks, warps_per_block=occ.warps_per_block,
+        blocks_per_sm=occ.blocks_per_sm,
+        sub_partitions=sm.sub_partitions, issue_width=sm.issue_width,
         icache_line_shift=int(params.issue.icache_line_shift),
         icache_miss=int(round(lat["fetch"])),
         icache_prefetch=int(params.issue.icache_prefetch_lines),
@@ -600,15 +582,71 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
         load_instr_clk=float(params.l1.load_instr_clk), l2_bytes_per_clk=l2_share,
         dram_bytes_per_clk=dram_share, sector_bytes=float(gpu.l2.sector.bytes))
 
-    def issue(lat_dram: float):
-        out = SmCounters(np.zeros((P, N_REASONS), np.int64), np.zeros(N_PIPES, np.int64),
-                         np.zeros(N_PIPES, np.int64), np.zeros(1, np.int64))
-        t = 0
-        if n_timed_blocks:
-            at = cfg._replace(lat_dram=lat_dram)
-            t = int(run_sm(rows, ops, at, new_state(rows, ops, at), out))
-        return t, out.stall, out.pipe_busy, out.issued_pipe, out.warp_cycles
 
+class _Issuer:
+    """The issue model on one prepared kernel at a given DRAM latency (``__call__``), a
+    run already made on equal rows, timing and configuration reused (``reuse``); SM 0's
+    rows are only built (repeated, for a sampled trace) for a run not made before."""
+
+    def __init__(self, prep: "Prepared", ops: OpTiming, cfg: SmConfig):
+        self.prep, self.ops, self.cfg = prep, ops, cfg
+        self.rows: SmRows | None = None
+        self.rows_seen = reuse.row_set(prep)
+        self.ops_key = reuse.ops_key(ops)
+
+    def _rows(self) -> SmRows:
+        if self.rows is None:
+            cols, warp_off = self.prep.sm0_rows()
+            self.rows = SmRows(warp_off, cols["pc"], cols["op"], cols["ndst"], cols["dst"],
+                               cols["nsrc"], cols["src"], cols["width"], cols["level"],
+                               cols["sectors"], cols["slots"], cols["l2"], cols["dram"],
+                               cols["waves"])
+        return self.rows
+
+    def __call__(self, lat_dram: float) -> reuse.IssueRun:
+        at = self.cfg._replace(lat_dram=lat_dram)
+        key = (self.ops_key, at)
+        run = self.rows_seen.runs.get(key)
+        if run is None:
+            P = at.sub_partitions
+            out = SmCounters(np.zeros((P, N_REASONS), np.int64), np.zeros(N_PIPES, np.int64),
+                             np.zeros(N_PIPES, np.int64), np.zeros(1, np.int64))
+            t = 0
+            if at.n_blocks:
+                rows = self._rows()
+                t = int(run_sm(rows, self.ops, at, new_state(rows, self.ops, at), out))
+            run = self.rows_seen.runs[key] = reuse.IssueRun(t, *out)
+        return run.copy()
+
+
+def _timed_rows(prep: "Prepared") -> int:
+    """How many rows SM 0's timed blocks hold (``Prepared.sm0_rows``), without building
+    them."""
+    if not prep.repeat_from:
+        return int(prep.cols["op"].shape[0])
+    W = prep.occ.warps_per_block
+    reps = -(-prep.timed_blocks // prep.repeat_from)
+    return int(np.tile(np.diff(prep.warp_off), reps)[: prep.timed_blocks * W].sum())
+
+
+def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
+    """The issue model on a prepared kernel. ``gpu`` may differ from the one the kernel was
+    prepared with in anything but the cache geometry and the SM count (pipes, issue width,
+    latencies, clocks, DRAM bandwidth): that is what makes sweeps of those cheap."""
+    t0 = time.perf_counter()
+    occ = occupancy(prep.launch, gpu)
+    if cache_key(gpu) != prep.cache_key:
+        raise ValueError("time_prepared: the GPU differs from the one the kernel was "
+                         "prepared with in SM count, occupancy limits or cache geometry")
+    table = build_optable(prep.table.opcodes, gpu)
+    n_timed_blocks = prep.timed_blocks
+    units, _, _ = pipe_timing(gpu)
+    lat = memory_latencies(gpu, params)
+    bw = bandwidths(gpu, params)
+    ops = OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
+                   table.latency.astype(np.int64), table.initiation.astype(np.int64),
+                   table.dst_span.astype(np.int64), units.astype(np.int64))
+    issue = _Issuer(prep, ops, _sm_config(prep, gpu, params, occ))
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
     t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],
@@ -643,6 +681,6 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     return KernelRun(
         prep=prep, occ=occ, t_sm=t_sm, stall=stall, pipe_busy=pipe_busy,
         issued_pipe=issued_pipe, warp_cycles=float(warp_cycles[0]),
-        timed_blocks=n_timed_blocks, timed_instructions=int(cols["op"].shape[0]),
+        timed_blocks=n_timed_blocks, timed_instructions=_timed_rows(prep),
         t_dram=t_dram, t_l2=t_l2,
         wall_s=time.perf_counter() - t0)
