@@ -57,13 +57,15 @@ _AT_BARRIER = np.int64(-1)
 
 class SmRows(NamedTuple):
     """The trace rows of the blocks one SM runs, in block, warp, trace order
-    (``simulate.Prepared``): ``warp_off[b * warps_per_block + w]`` ..
-    ``warp_off[... + 1]`` are the rows of warp w of the SM's b-th block. Per row: code
+    (``simulate.Prepared``): ``warp_start[b * warps_per_block + w]`` ..
+    ``warp_end[...]`` are the rows of warp w of the SM's b-th block (blocks of a sampled
+    trace share the rows of the traced block they stand for). Per row: code
     address, opcode index, destination and source registers, access width, and what the
     trace pass found (``cache.simulate_memory``): deepest level, sectors (L1 slots), L2 and
     DRAM sectors, shared-memory wavefronts, store slots (``cache.store_slots``)."""
 
-    warp_off: np.ndarray
+    warp_start: np.ndarray
+    warp_end: np.ndarray
     pc: np.ndarray
     op: np.ndarray
     ndst: np.ndarray
@@ -214,8 +216,8 @@ def _start_block(r, blk, t, rows, cfg, st):
     nl = 0
     for w in range(W):
         s = r * W + w
-        a = rows.warp_off[blk * W + w]
-        b = rows.warp_off[blk * W + w + 1]
+        a = rows.warp_start[blk * W + w]
+        b = rows.warp_end[blk * W + w]
         st.ptr[s] = a
         st.end[s] = b
         st.wstart[s] = t + cfg.block_start

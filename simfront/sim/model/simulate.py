@@ -200,13 +200,18 @@ class Prepared:
     #: ``timed_blocks`` when timed (``sm0_rows``); 0: ``cols`` holds every timed block
     repeat_from: int = 0
 
-    def sm0_rows(self) -> tuple[dict, np.ndarray]:
-        """SM 0's rows and warp offsets, for ``timed_blocks`` blocks: kept as traced, so a
-        prepared kernel stays the size of its trace (memory, the disk cache)."""
+    def sm0_rows(self) -> tuple[dict, np.ndarray, np.ndarray]:
+        """SM 0's rows and, for each warp of its ``timed_blocks`` blocks (block b's warp w
+        at b x warps per block + w), where its rows start and end in them. The rows are
+        kept as traced, so a prepared kernel stays the size of its trace (memory, the disk
+        cache); a sampled trace's block b runs traced block b mod ``repeat_from``'s rows
+        where they lie, which costs no copy of them."""
+        W = self.occ.warps_per_block
         if not self.repeat_from:
-            return self.cols, self.warp_off
-        return _repeat_blocks(self.cols, self.warp_off, self.repeat_from,
-                              self.occ.warps_per_block, self.timed_blocks)
+            return self.cols, self.warp_off[:-1], self.warp_off[1:]
+        warp = ((np.arange(self.timed_blocks) % self.repeat_from)[:, None] * W
+                + np.arange(W)).ravel()
+        return self.cols, self.warp_off[warp], self.warp_off[warp + 1]
 
 
 def cache_key(gpu) -> tuple:
@@ -546,16 +551,6 @@ def _first_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want:
             np.ascontiguousarray(warp_off[: n * W + 1]), n)
 
 
-def _repeat_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int):
-    """SM 0's rows for ``n_want`` blocks made of the ``n_have`` traced ones, repeated in order
-    (a sampled trace holds fewer blocks than SM 0 runs)."""
-    reps = -(-n_want // n_have)
-    per_warp = np.tile(np.diff(warp_off), reps)[: n_want * W]
-    rows = int(per_warp.sum())
-    cols = {k: np.ascontiguousarray(np.concatenate([v] * reps)[:rows]) for k, v in cols.items()}
-    return cols, np.concatenate([[0], np.cumsum(per_warp)]).astype(np.int64)
-
-
 def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
     """The issue model's ``SmConfig`` of a prepared kernel on ``gpu`` at its unloaded DRAM
     latency."""
@@ -585,8 +580,7 @@ def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
 
 class _Issuer:
     """The issue model on one prepared kernel at a given DRAM latency (``__call__``), a
-    run already made on equal rows, timing and configuration reused (``reuse``); SM 0's
-    rows are only built (repeated, for a sampled trace) for a run not made before."""
+    run already made on equal rows, timing and configuration reused (``reuse``)."""
 
     def __init__(self, prep: "Prepared", ops: OpTiming, cfg: SmConfig):
         self.prep, self.ops, self.cfg = prep, ops, cfg
@@ -596,8 +590,9 @@ class _Issuer:
 
     def _rows(self) -> SmRows:
         if self.rows is None:
-            cols, warp_off = self.prep.sm0_rows()
-            self.rows = SmRows(warp_off, cols["pc"], cols["op"], cols["ndst"], cols["dst"],
+            cols, start, end = self.prep.sm0_rows()
+            self.rows = SmRows(np.ascontiguousarray(start), np.ascontiguousarray(end),
+                               cols["pc"], cols["op"], cols["ndst"], cols["dst"],
                                cols["nsrc"], cols["src"], cols["width"], cols["level"],
                                cols["sectors"], cols["slots"], cols["l2"], cols["dram"],
                                cols["waves"])
