@@ -18,6 +18,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from simfront.core.errors import TraceFormatError
@@ -154,13 +155,18 @@ def _l1_state(n: int, nbytes: int, gpu) -> CacheState:
     return CacheState.make(n, sets, ways, HASH_LINEAR)
 
 
-_POP8 = np.array([bin(i).count("1") for i in range(256)], np.int64)
-
-
-def _popcount32(x: np.ndarray) -> np.ndarray:
-    """Active lanes of each mask (byte lookup table; np.unpackbits is 10x slower here)."""
-    b = np.ascontiguousarray(x.astype(np.uint32)).view(np.uint8)
-    return _POP8[b].reshape(-1, 4).sum(axis=1)
+@numba.njit(cache=True)
+def _popcount32(x):
+    """Active lanes of each mask, as int64 (bit arithmetic: a tenth of the time of a byte
+    lookup table, which was a tenth of np.unpackbits'; np.bitwise_count needs numpy 2)."""
+    out = np.empty(x.shape[0], np.int64)
+    for i in range(x.shape[0]):
+        v = np.int64(x[i]) & 0xFFFFFFFF
+        v = v - ((v >> 1) & 0x55555555)
+        v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+        v = (v + (v >> 4)) & 0x0F0F0F0F
+        out[i] = ((v * 0x01010101) & 0xFFFFFFFF) >> 24
+    return out
 
 
 @dataclass
