@@ -150,9 +150,10 @@ class SmState(NamedTuple):
     reason, instructions issued this clock; per pipe unit: the clock it frees; the clock
     each instruction-cache line arrives (0: never requested); the clocks the L1, L2, DRAM
     and shared-memory paths free (``QUEUE_*``); per warp slot, the clock its next
-    instruction's registers (and a fence's memory) are ready and the reason, while
-    ``dep_ok``: they change only when the warp issues or its slot gets a block, and a
-    scheduler looks at a waiting warp every clock another issues."""
+    instruction's registers (and a fence's memory) are ready and the reason, its
+    instruction-cache line and its pipe, while ``dep_ok``: they change only when the warp
+    issues or its slot gets a block, and a scheduler looks at a waiting warp every clock
+    another issues."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -176,6 +177,8 @@ class SmState(NamedTuple):
     queue: np.ndarray
     dep_t: np.ndarray
     dep_r: np.ndarray
+    dep_line: np.ndarray
+    dep_pipe: np.ndarray
     dep_ok: np.ndarray
 
 
@@ -203,7 +206,8 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         pipe_free=np.zeros((P, ops.pipe_units.shape[0], max_units), np.int64),
         line_ready=np.zeros(n_lines + cfg.icache_prefetch + 1, np.int64),
         queue=np.zeros(4, np.float64), dep_t=np.zeros(S, np.int64),
-        dep_r=np.zeros(S, np.int64), dep_ok=np.zeros(S, np.bool_))
+        dep_r=np.zeros(S, np.int64), dep_line=np.zeros(S, np.int64),
+        dep_pipe=np.zeros(S, np.int64), dep_ok=np.zeros(S, np.bool_))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -253,10 +257,11 @@ def _slot_of(sp, kk, S, P, st):
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
-def _dep_wait(s, i, rows, ops, st):
-    """When warp slot ``s``'s next instruction (row ``i``) has its source and destination
-    registers (a fence: its warp's memory) ready, and the reason of that wait; remembered
-    in ``st.dep_t``, ``st.dep_r`` until the warp issues."""
+def _dep_wait(s, i, rows, ops, cfg, st):
+    """Notes when warp slot ``s``'s next instruction (row ``i``) has its source and
+    destination registers (a fence: its warp's memory) ready and the reason of that wait
+    (``st.dep_t``, ``st.dep_r``), its cache line and its pipe (``st.dep_line``,
+    ``st.dep_pipe``): they hold until the warp issues."""
     reg_ready, reg_cause = st.reg_ready, st.reg_cause
     src, dst = rows.src, rows.dst
     t_dep = np.int64(0)
@@ -279,8 +284,9 @@ def _dep_wait(s, i, rows, ops, st):
             cause = np.int64(R_SYNC)
     st.dep_t[s] = t_dep
     st.dep_r[s] = cause
+    st.dep_line[s] = rows.pc[i] >> cfg.icache_line_shift
+    st.dep_pipe[s] = ops.pipe[rows.op[i]]
     st.dep_ok[s] = True
-    return t_dep, cause
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
@@ -291,8 +297,9 @@ def _wait(s, sp, now, rows, ops, cfg, st):
     wstart = st.wstart
     if wstart[s] > now:
         return wstart[s], R_IDLE, 0
-    i = st.ptr[s]
-    cl = rows.pc[i] >> cfg.icache_line_shift
+    if not st.dep_ok[s]:
+        _dep_wait(s, st.ptr[s], rows, ops, cfg, st)
+    cl = st.dep_line[s]
     lr = st.line_ready
     if lr[cl] == 0:
         for q in range(cfg.icache_prefetch + 1):
@@ -300,12 +307,9 @@ def _wait(s, sp, now, rows, ops, cfg, st):
                 lr[cl + q] = now + cfg.icache_miss + q
     if lr[cl] > now:
         return lr[cl], R_FETCH, 0
-    p = ops.pipe[rows.op[i]]
-    if st.dep_ok[s]:
-        t_dep = st.dep_t[s]
-        cause = st.dep_r[s]
-    else:
-        t_dep, cause = _dep_wait(s, i, rows, ops, st)
+    p = st.dep_pipe[s]
+    t_dep = st.dep_t[s]
+    cause = st.dep_r[s]
     u_best = 0
     pipe_free = st.pipe_free
     t_pipe = pipe_free[sp, p, 0]
