@@ -19,8 +19,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-#: Row sets remembered (least recently used dropped): a model's distinct kernels, with room.
+#: Row sets remembered (least recently used dropped): a model's distinct kernels, with room,
+#: and at most this many bytes of rows held only here (the prepared kernels they belong to
+#: may have left the model cache).
 MAX_ROW_SETS = 64
+MAX_ROW_BYTES = 2 << 30
 #: Rows of each column the fingerprint samples, evenly spread.
 SAMPLES = 257
 
@@ -94,9 +97,15 @@ def row_set(prep) -> RowSet:
         found = _row_sets[key] = []
     rs = RowSet(*args)
     found.append(rs)
-    while len(_row_sets) > MAX_ROW_SETS:
+    while len(_row_sets) > 1 and (len(_row_sets) > MAX_ROW_SETS
+                                  or _held_bytes() > MAX_ROW_BYTES):
         _row_sets.popitem(last=False)
     return rs
+
+
+def _held_bytes() -> int:
+    return sum(a.nbytes for sets in _row_sets.values() for rs in sets
+               for a in rs.cols.values())
 
 
 def ops_key(ops) -> tuple:
