@@ -230,7 +230,7 @@ def _next(buf, i, eol):
     return p, _token_end(buf, p, eol)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _hex(buf, i, j):
     """Parse buf[i:j] as hex (optional 0x); return (value, ok)."""
     if j - i >= 2 and buf[i] == 48 and (buf[i + 1] == 120 or buf[i + 1] == 88):
@@ -252,7 +252,7 @@ def _hex(buf, i, j):
     return v, True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _dec(buf, i, j):
     """Parse buf[i:j] as a signed decimal, or hex with 0x; return (value, ok)."""
     neg = False
@@ -274,7 +274,7 @@ def _dec(buf, i, j):
     return (-v if neg else v), True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _reg(buf, i, j):
     """A register token's code, or -1."""
     base = -1
@@ -301,7 +301,7 @@ def _reg(buf, i, j):
     return base + n
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _read_regs(buf, e, eol, count, out):
     """Read ``count`` register tokens after position ``e`` into ``out``; (end, ok)."""
     for r in range(count):
@@ -313,7 +313,7 @@ def _read_regs(buf, e, eol, count, out):
     return e, True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _is_opcode_token(buf, i, j):
     c = buf[i]
     if c < 65 or c > 90:
@@ -325,7 +325,7 @@ def _is_opcode_token(buf, i, j):
     return _reg(buf, i, j) < 0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _starts(buf, i, end, pattern):
     if end - i < len(pattern):
         return False

@@ -24,6 +24,11 @@ from simfront.traces import reader
 #: so that the other processes of a sweep, and later sweeps, read it once.
 PREPARED_CACHE_SIZE = 64
 _prepared: OrderedDict = OrderedDict()
+#: The prepared kernels in memory that the disk cache does not hold (above MAX_DISK_BYTES,
+#: or no disk cache): a trace pass to get back, where the others cost a file read, so they
+#: are dropped last (a set's largest kernels otherwise fall out of memory before the next
+#: configuration comes back to them).
+_unsaved: set = set()
 #: ``SIMFRONT_MODEL_CACHE=off`` keeps prepared kernels in memory only.
 DISK_CACHE_ENV = "SIMFRONT_MODEL_CACHE"
 
@@ -76,9 +81,10 @@ def _from_disk(path: Path):
 MAX_DISK_BYTES = 64 << 20
 
 
-def _to_disk(path: Path, prep) -> None:
+def _to_disk(path: Path, prep) -> bool:
+    """Whether ``prep`` is now on disk at ``path``."""
     if sum(a.nbytes for a in prep.cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
-        return
+        return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -86,7 +92,8 @@ def _to_disk(path: Path, prep) -> None:
             pickle.dump(prep, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
-        pass  # a cache that cannot be written only costs time
+        return False  # a cache that cannot be written only costs time
+    return True
 
 
 def _prepared_kernel(kernel, gpu, launch, params):
@@ -102,12 +109,20 @@ def _prepared_kernel(kernel, gpu, launch, params):
     prep = _from_disk(path) if path else None
     if prep is None:
         prep = prepare_kernel(kernel, gpu, launch, params)
-        if path:
-            _to_disk(path, prep)
+        if not (path and _to_disk(path, prep)):
+            _unsaved.add(key)
     _prepared[key] = prep
-    while len(_prepared) > PREPARED_CACHE_SIZE:
-        _prepared.popitem(last=False)
+    _evict()
     return prep
+
+
+def _evict() -> None:
+    """Down to PREPARED_CACHE_SIZE prepared kernels in memory: the least recently used of
+    those on disk first, then of the others."""
+    while len(_prepared) > PREPARED_CACHE_SIZE:
+        key = next((k for k in _prepared if k not in _unsaved), next(iter(_prepared)))
+        del _prepared[key]
+        _unsaved.discard(key)
 
 
 def timed_record(prep, gpu, params: ModelParams = DEFAULT_PARAMS) -> dict:

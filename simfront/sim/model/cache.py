@@ -487,10 +487,11 @@ def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_owners, l1_co_warps):
 
 
 @numba.njit(cache=True, inline="always")
-def _l2_access(i, k, gw, line, bit, private, rows, l2, cfg, totals):
+def _l2_access(i, k, gw, line, bit, line_owners, rows, l2, cfg, totals):
     """One sector of row ``i`` (kind ``k``) in the L2: the level it reports (1 L2, 2 DRAM,
     a hit on a line another block of the same wave is still fetching included) and whether
-    it read the DRAM."""
+    it read the DRAM. Whether the line is the block's own (``line_owners``) is looked up
+    only for a hit whose reuse is judged (``_private_reuse``), the only one it decides."""
     write = k == K_STORE_GLOBAL
     rmw = k == K_ATOMIC or k == K_REDUCTION
     lines_per = 1 << (cfg.line_shift - cfg.sector_shift)
@@ -504,6 +505,7 @@ def _l2_access(i, k, gw, line, bit, private, rows, l2, cfg, totals):
             age2 = -1  # another warp of the block, beside this one in the row
         if age2 >= 0:
             age2 = l2.rclock[0] - l2.rstamp[0, s2, w2]
+        private = hit2 and age2 >= 0 and line_owners.get(line, SHARED_LINE) == rows.tb[i]
         hit2, ev = _private_reuse(l2, s2, w2, private, age2, hit2, line, bit,
                                   cfg.l2_co_warps * cfg.l2_traffic_scale, lines_per, rmw,
                                   cfg.l2_capacity_share)
@@ -559,7 +561,6 @@ def _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs):
         sec = u[q]
         line = sec >> (cfg.line_shift - cfg.sector_shift)
         bit = np.uint8(1) << np.uint8(sec & (lines_per - 1))
-        private = line_owners.get(line, SHARED_LINE) == rows.tb[i]
         if not write:
             l2.rclock[0] += 1  # requests, the L1's hits too: a warp's time, not its misses
         if not rmw:
@@ -581,7 +582,7 @@ def _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs):
             if line != last_read:  # a request per line (the sectors u holds are sorted)
                 totals[8] += 1
                 last_read = line
-        lv, dram = _l2_access(i, k, gw, line, bit, private, rows, l2, cfg, totals)
+        lv, dram = _l2_access(i, k, gw, line, bit, line_owners, rows, l2, cfg, totals)
         if dram:
             nd += 1
             level = 2

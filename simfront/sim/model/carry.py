@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from simfront.sim.model.cache import CacheState, l2_state
@@ -87,34 +88,72 @@ def add_untraced(state: CacheState, n_lines: int, dirty_like: np.ndarray) -> int
     (later untraced lines push them out in turn)."""
     if n_lines <= 0:
         return 0
-    tags, stamp, dirty = state.tags[0], state.stamp[0], state.dirty[0]
-    n_sets, ways = tags.shape
-    per_set = np.full(n_sets, n_lines // n_sets, np.int64)
-    per_set[: n_lines % n_sets] += 1      # the remainder, one line each to the first sets
-    placed = np.minimum(per_set, ways)
-    # Oldest first: empty ways before any line, then by LRU stamp.
-    age = np.where(tags == -1, np.iinfo(np.int64).min, stamp)
-    order = np.argsort(age, axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(ways), (n_sets, ways)), axis=1)
-    out = rank < placed[:, None]
-    written = int(_POP8[dirty[out]].sum())
-
     # The untraced lines' dirt: all of it, less what the placed lines keep.
     masks = np.asarray(dirty_like, np.uint8).ravel()
     if masks.size == 0:
         masks = np.zeros(1, np.uint8)
     pop = _POP8[masks]
     total_dirt = (n_lines // masks.size) * int(pop.sum()) + int(pop[: n_lines % masks.size].sum())
-    new = masks[np.arange(int(out.sum())) % masks.size]
-    written += total_dirt - int(_POP8[new].sum())
-
     state.clock[0] += 1
-    tags[out] = UNTRACED
-    stamp[out] = state.clock[0]
-    state.valid[0][out] = 0
-    dirty[out] = new
+    return total_dirt + int(_place_untraced(state.tags[0], state.stamp[0], state.valid[0],
+                                            state.dirty[0], n_lines, masks,
+                                            int(state.clock[0])))
+
+
+#: An empty way's age: older than any line.
+_EMPTY_AGE = np.iinfo(np.int64).min
+
+
+@numba.njit(cache=True)
+def _place_untraced(tags, stamp, valid, dirty, n_lines, masks, clock):
+    """``add_untraced``'s placement, set by set: the set's share of the ``n_lines`` (the
+    remainder one line each to the first sets) replaces its oldest ways (empty ways first,
+    then by LRU stamp, ties by way), the j-th line placed (sets in order, ways in order)
+    dirty like ``masks[j % len]``. Returns the dirty sectors pushed out less those the
+    placed lines keep."""
+    n_sets, ways = tags.shape
+    age = np.empty(ways, np.int64)
+    order = np.empty(ways, np.int64)
+    out = np.empty(ways, np.bool_)
+    written = 0
+    j = 0
+    for s in range(n_sets):
+        placed = min(n_lines // n_sets + (1 if s < n_lines % n_sets else 0), ways)
+        if placed == 0:
+            continue
+        for w in range(ways):
+            age[w] = _EMPTY_AGE if tags[s, w] == -1 else stamp[s, w]
+            order[w] = w
+            out[w] = placed == ways  # a whole set needs no order
+        if placed < ways:
+            for a in range(1, ways):  # a stable insertion sort of the ways by age
+                o = order[a]
+                b = a - 1
+                while b >= 0 and age[order[b]] > age[o]:
+                    order[b + 1] = order[b]
+                    b -= 1
+                order[b + 1] = o
+            for r in range(placed):
+                out[order[r]] = True
+        for w in range(ways):
+            if out[w]:
+                new = masks[j % masks.shape[0]]
+                j += 1
+                written += _popcount8(dirty[s, w]) - _popcount8(new)
+                tags[s, w] = UNTRACED
+                stamp[s, w] = clock
+                valid[s, w] = 0
+                dirty[s, w] = new
     return written
+
+
+@numba.njit(cache=True, inline="always")
+def _popcount8(d):
+    n = 0
+    while d:
+        n += d & 1
+        d >>= 1
+    return n
 
 
 def limit_dirty(state: CacheState, max_sectors: int) -> int:
@@ -124,13 +163,22 @@ def limit_dirty(state: CacheState, max_sectors: int) -> int:
     of what a kernel dirties, from a 1.6 GB fill to 84 MB of AdamW state (LRU alone would
     keep up to the L2's 50 MiB)."""
     dirty = state.dirty[0]
+    if _dirty_sectors(dirty) <= max_sectors:
+        return 0  # the common case, counted without a 400K-entry table lookup
     pop = _POP8[dirty]
-    total = int(pop.sum())
-    if total <= max_sectors:
-        return 0
     lines = np.flatnonzero(pop)
     newest_first = lines[np.argsort(state.stamp[0].ravel()[lines], kind="stable")[::-1]]
     kept = np.cumsum(pop.ravel()[newest_first]) <= max_sectors
     clean = newest_first[~kept]
     dirty.ravel()[clean] = 0
     return int(pop.ravel()[clean].sum())
+
+
+@numba.njit(cache=True)
+def _dirty_sectors(dirty):
+    """The dirty sectors of an L2's ``[sets, ways]`` masks."""
+    n = 0
+    for s in range(dirty.shape[0]):
+        for w in range(dirty.shape[1]):
+            n += _popcount8(dirty[s, w])
+    return n

@@ -57,13 +57,15 @@ _AT_BARRIER = np.int64(-1)
 
 class SmRows(NamedTuple):
     """The trace rows of the blocks one SM runs, in block, warp, trace order
-    (``simulate.Prepared``): ``warp_off[b * warps_per_block + w]`` ..
-    ``warp_off[... + 1]`` are the rows of warp w of the SM's b-th block. Per row: code
+    (``simulate.Prepared``): ``warp_start[b * warps_per_block + w]`` ..
+    ``warp_end[...]`` are the rows of warp w of the SM's b-th block (blocks of a sampled
+    trace share the rows of the traced block they stand for). Per row: code
     address, opcode index, destination and source registers, access width, and what the
     trace pass found (``cache.simulate_memory``): deepest level, sectors (L1 slots), L2 and
     DRAM sectors, shared-memory wavefronts, store slots (``cache.store_slots``)."""
 
-    warp_off: np.ndarray
+    warp_start: np.ndarray
+    warp_end: np.ndarray
     pc: np.ndarray
     op: np.ndarray
     ndst: np.ndarray
@@ -147,7 +149,11 @@ class SmState(NamedTuple):
     sub-partition: last issued warp, whether it ever held a warp, its nearest wait and its
     reason, instructions issued this clock; per pipe unit: the clock it frees; the clock
     each instruction-cache line arrives (0: never requested); the clocks the L1, L2, DRAM
-    and shared-memory paths free (``QUEUE_*``)."""
+    and shared-memory paths free (``QUEUE_*``); per warp slot, the clock its next
+    instruction's registers (and a fence's memory) are ready and the reason, its
+    instruction-cache line and its pipe, while ``dep_ok``: they change only when the warp
+    issues or its slot gets a block, and a scheduler looks at a waiting warp every clock
+    another issues."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -169,6 +175,11 @@ class SmState(NamedTuple):
     pipe_free: np.ndarray
     line_ready: np.ndarray
     queue: np.ndarray
+    dep_t: np.ndarray
+    dep_r: np.ndarray
+    dep_line: np.ndarray
+    dep_pipe: np.ndarray
+    dep_ok: np.ndarray
 
 
 QUEUE_L1, QUEUE_L2, QUEUE_DRAM, QUEUE_SHARED = 0, 1, 2, 3
@@ -194,7 +205,9 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         best_r=np.zeros(P, np.int64), n_iss=np.zeros(P, np.int64),
         pipe_free=np.zeros((P, ops.pipe_units.shape[0], max_units), np.int64),
         line_ready=np.zeros(n_lines + cfg.icache_prefetch + 1, np.int64),
-        queue=np.zeros(4, np.float64))
+        queue=np.zeros(4, np.float64), dep_t=np.zeros(S, np.int64),
+        dep_r=np.zeros(S, np.int64), dep_line=np.zeros(S, np.int64),
+        dep_pipe=np.zeros(S, np.int64), dep_ok=np.zeros(S, np.bool_))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -207,8 +220,8 @@ def _start_block(r, blk, t, rows, cfg, st):
     nl = 0
     for w in range(W):
         s = r * W + w
-        a = rows.warp_off[blk * W + w]
-        b = rows.warp_off[blk * W + w + 1]
+        a = rows.warp_start[blk * W + w]
+        b = rows.warp_end[blk * W + w]
         st.ptr[s] = a
         st.end[s] = b
         st.wstart[s] = t + cfg.block_start
@@ -216,6 +229,7 @@ def _start_block(r, blk, t, rows, cfg, st):
         for q in range(256):
             st.reg_ready[s, q] = 0
         st.mem_out[s] = 0
+        st.dep_ok[s] = False
         sp = s % P
         if b > a:
             st.state[s] = _RUN
@@ -243,6 +257,39 @@ def _slot_of(sp, kk, S, P, st):
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
+def _dep_wait(s, i, rows, ops, cfg, st):
+    """Notes when warp slot ``s``'s next instruction (row ``i``) has its source and
+    destination registers (a fence: its warp's memory) ready and the reason of that wait
+    (``st.dep_t``, ``st.dep_r``), its cache line and its pipe (``st.dep_line``,
+    ``st.dep_pipe``): they hold until the warp issues."""
+    reg_ready, reg_cause = st.reg_ready, st.reg_cause
+    src, dst = rows.src, rows.dst
+    t_dep = np.int64(0)
+    cause = np.int64(R_DEPENDENCY)
+    for j in range(rows.nsrc[i]):
+        rg = src[i, j]
+        if rg >= 0 and rg < 255:
+            if reg_ready[s, rg] > t_dep:
+                t_dep = reg_ready[s, rg]
+                cause = np.int64(reg_cause[s, rg])
+    for j in range(rows.ndst[i]):
+        rg = dst[i, j]
+        if rg >= 0 and rg < 255:
+            if reg_ready[s, rg] > t_dep:
+                t_dep = reg_ready[s, rg]
+                cause = np.int64(reg_cause[s, rg])
+    if ops.kind[rows.op[i]] == K_FENCE:
+        if st.mem_out[s] > t_dep:
+            t_dep = st.mem_out[s]
+            cause = np.int64(R_SYNC)
+    st.dep_t[s] = t_dep
+    st.dep_r[s] = cause
+    st.dep_line[s] = rows.pc[i] >> cfg.icache_line_shift
+    st.dep_pipe[s] = ops.pipe[rows.op[i]]
+    st.dep_ok[s] = True
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
 def _wait(s, sp, now, rows, ops, cfg, st):
     """When warp slot ``s`` (running, not at a barrier) can issue its next instruction, why
     it waits, and the pipe unit it would take: (clock, reason, unit); a clock not after
@@ -250,10 +297,9 @@ def _wait(s, sp, now, rows, ops, cfg, st):
     wstart = st.wstart
     if wstart[s] > now:
         return wstart[s], R_IDLE, 0
-    reg_ready, reg_cause, pipe_free = st.reg_ready, st.reg_cause, st.pipe_free
-    src, dst = rows.src, rows.dst
-    i = st.ptr[s]
-    cl = rows.pc[i] >> cfg.icache_line_shift
+    if not st.dep_ok[s]:
+        _dep_wait(s, st.ptr[s], rows, ops, cfg, st)
+    cl = st.dep_line[s]
     lr = st.line_ready
     if lr[cl] == 0:
         for q in range(cfg.icache_prefetch + 1):
@@ -261,28 +307,11 @@ def _wait(s, sp, now, rows, ops, cfg, st):
                 lr[cl + q] = now + cfg.icache_miss + q
     if lr[cl] > now:
         return lr[cl], R_FETCH, 0
-    o = rows.op[i]
-    k = ops.kind[o]
-    p = ops.pipe[o]
-    t_dep = np.int64(0)
-    cause = R_DEPENDENCY
-    for j in range(rows.nsrc[i]):
-        rg = src[i, j]
-        if rg >= 0 and rg < 255:
-            if reg_ready[s, rg] > t_dep:
-                t_dep = reg_ready[s, rg]
-                cause = reg_cause[s, rg]
-    for j in range(rows.ndst[i]):
-        rg = dst[i, j]
-        if rg >= 0 and rg < 255:
-            if reg_ready[s, rg] > t_dep:
-                t_dep = reg_ready[s, rg]
-                cause = reg_cause[s, rg]
-    if k == K_FENCE:
-        if st.mem_out[s] > t_dep:
-            t_dep = st.mem_out[s]
-            cause = R_SYNC
+    p = st.dep_pipe[s]
+    t_dep = st.dep_t[s]
+    cause = st.dep_r[s]
     u_best = 0
+    pipe_free = st.pipe_free
     t_pipe = pipe_free[sp, p, 0]
     for u in range(1, ops.pipe_units[p]):
         if pipe_free[sp, p, u] < t_pipe:
@@ -366,6 +395,7 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
     p = ops.pipe[o]
     st.n_iss[sp] += 1
     st.last[sp] = s
+    st.dep_ok[s] = False
     ii = ops.initiation[o]
     st.pipe_free[sp, p, u_best] = now + ii
     out.pipe_busy[p] += ii

@@ -18,10 +18,11 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from simfront.core.errors import TraceFormatError
-from simfront.sim.model import sharing, tiles
+from simfront.sim.model import reuse, sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
                                       MemRows, global_bytes, l1_sim, l2_sim, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
@@ -154,13 +155,18 @@ def _l1_state(n: int, nbytes: int, gpu) -> CacheState:
     return CacheState.make(n, sets, ways, HASH_LINEAR)
 
 
-_POP8 = np.array([bin(i).count("1") for i in range(256)], np.int64)
-
-
-def _popcount32(x: np.ndarray) -> np.ndarray:
-    """Active lanes of each mask (byte lookup table; np.unpackbits is 10x slower here)."""
-    b = np.ascontiguousarray(x.astype(np.uint32)).view(np.uint8)
-    return _POP8[b].reshape(-1, 4).sum(axis=1)
+@numba.njit(cache=True)
+def _popcount32(x):
+    """Active lanes of each mask, as int64 (bit arithmetic: a tenth of the time of a byte
+    lookup table, which was a tenth of np.unpackbits'; np.bitwise_count needs numpy 2)."""
+    out = np.empty(x.shape[0], np.int64)
+    for i in range(x.shape[0]):
+        v = np.int64(x[i]) & 0xFFFFFFFF
+        v = v - ((v >> 1) & 0x55555555)
+        v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
+        v = (v + (v >> 4)) & 0x0F0F0F0F
+        out[i] = ((v * 0x01010101) & 0xFFFFFFFF) >> 24
+    return out
 
 
 @dataclass
@@ -200,13 +206,18 @@ class Prepared:
     #: ``timed_blocks`` when timed (``sm0_rows``); 0: ``cols`` holds every timed block
     repeat_from: int = 0
 
-    def sm0_rows(self) -> tuple[dict, np.ndarray]:
-        """SM 0's rows and warp offsets, for ``timed_blocks`` blocks: kept as traced, so a
-        prepared kernel stays the size of its trace (memory, the disk cache)."""
+    def sm0_rows(self) -> tuple[dict, np.ndarray, np.ndarray]:
+        """SM 0's rows and, for each warp of its ``timed_blocks`` blocks (block b's warp w
+        at b x warps per block + w), where its rows start and end in them. The rows are
+        kept as traced, so a prepared kernel stays the size of its trace (memory, the disk
+        cache); a sampled trace's block b runs traced block b mod ``repeat_from``'s rows
+        where they lie, which costs no copy of them."""
+        W = self.occ.warps_per_block
         if not self.repeat_from:
-            return self.cols, self.warp_off
-        return _repeat_blocks(self.cols, self.warp_off, self.repeat_from,
-                              self.occ.warps_per_block, self.timed_blocks)
+            return self.cols, self.warp_off[:-1], self.warp_off[1:]
+        warp = ((np.arange(self.timed_blocks) % self.repeat_from)[:, None] * W
+                + np.arange(W)).ravel()
+        return self.cols, self.warp_off[warp], self.warp_off[warp + 1]
 
 
 def cache_key(gpu) -> tuple:
@@ -546,47 +557,19 @@ def _first_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want:
             np.ascontiguousarray(warp_off[: n * W + 1]), n)
 
 
-def _repeat_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int):
-    """SM 0's rows for ``n_want`` blocks made of the ``n_have`` traced ones, repeated in order
-    (a sampled trace holds fewer blocks than SM 0 runs)."""
-    reps = -(-n_want // n_have)
-    per_warp = np.tile(np.diff(warp_off), reps)[: n_want * W]
-    rows = int(per_warp.sum())
-    cols = {k: np.ascontiguousarray(np.concatenate([v] * reps)[:rows]) for k, v in cols.items()}
-    return cols, np.concatenate([[0], np.cumsum(per_warp)]).astype(np.int64)
-
-
-def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
-    """The issue model on a prepared kernel. ``gpu`` may differ from the one the kernel was
-    prepared with in anything but the cache geometry and the SM count (pipes, issue width,
-    latencies, clocks, DRAM bandwidth): that is what makes sweeps of those cheap."""
-    t0 = time.perf_counter()
+def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
+    """The issue model's ``SmConfig`` of a prepared kernel on ``gpu`` at its unloaded DRAM
+    latency."""
     sm = gpu.sm
-    occ = occupancy(prep.launch, gpu)
-    W = occ.warps_per_block
-    if cache_key(gpu) != prep.cache_key:
-        raise ValueError("time_prepared: the GPU differs from the one the kernel was "
-                         "prepared with in SM count, occupancy limits or cache geometry")
-    table = build_optable(prep.table.opcodes, gpu)
-    cols, warp_off = prep.sm0_rows()
-    active = prep.active_sms
-    n_timed_blocks = prep.timed_blocks
-    units, _, _ = pipe_timing(gpu)
     lat = memory_latencies(gpu, params)
     bw = bandwidths(gpu, params)
+    active = prep.active_sms
     l2_share = min(bw["l2"] / active, bw["l1_sm"])
     dram_share = min(bw["dram"] / active, bw["l1_sm"])
-    P = sm.sub_partitions
-
-    rows = SmRows(warp_off, cols["pc"], cols["op"], cols["ndst"], cols["dst"], cols["nsrc"],
-                  cols["src"], cols["width"], cols["level"], cols["sectors"], cols["slots"],
-                  cols["l2"], cols["dram"], cols["waves"])
-    ops = OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
-                   table.latency.astype(np.int64), table.initiation.astype(np.int64),
-                   table.dst_span.astype(np.int64), units.astype(np.int64))
-    cfg = SmConfig(
-        n_blocks=n_timed_blocks, warps_per_block=W, blocks_per_sm=occ.blocks_per_sm,
-        sub_partitions=P, issue_width=sm.issue_width,
+    return SmConfig(
+        n_blocks=prep.timed_blocks, warps_per_block=occ.warps_per_block,
+        blocks_per_sm=occ.blocks_per_sm,
+        sub_partitions=sm.sub_partitions, issue_width=sm.issue_width,
         icache_line_shift=int(params.issue.icache_line_shift),
         icache_miss=int(round(lat["fetch"])),
         icache_prefetch=int(params.issue.icache_prefetch_lines),
@@ -600,15 +583,71 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
         load_instr_clk=float(params.l1.load_instr_clk), l2_bytes_per_clk=l2_share,
         dram_bytes_per_clk=dram_share, sector_bytes=float(gpu.l2.sector.bytes))
 
-    def issue(lat_dram: float):
-        out = SmCounters(np.zeros((P, N_REASONS), np.int64), np.zeros(N_PIPES, np.int64),
-                         np.zeros(N_PIPES, np.int64), np.zeros(1, np.int64))
-        t = 0
-        if n_timed_blocks:
-            at = cfg._replace(lat_dram=lat_dram)
-            t = int(run_sm(rows, ops, at, new_state(rows, ops, at), out))
-        return t, out.stall, out.pipe_busy, out.issued_pipe, out.warp_cycles
 
+class _Issuer:
+    """The issue model on one prepared kernel at a given DRAM latency (``__call__``), a
+    run already made on equal rows, timing and configuration reused (``reuse``)."""
+
+    def __init__(self, prep: "Prepared", ops: OpTiming, cfg: SmConfig):
+        self.prep, self.ops, self.cfg = prep, ops, cfg
+        self.rows: SmRows | None = None
+        self.rows_seen = reuse.row_set(prep)
+        self.ops_key = reuse.ops_key(ops)
+
+    def _rows(self) -> SmRows:
+        if self.rows is None:
+            cols, start, end = self.prep.sm0_rows()
+            self.rows = SmRows(np.ascontiguousarray(start), np.ascontiguousarray(end),
+                               cols["pc"], cols["op"], cols["ndst"], cols["dst"],
+                               cols["nsrc"], cols["src"], cols["width"], cols["level"],
+                               cols["sectors"], cols["slots"], cols["l2"], cols["dram"],
+                               cols["waves"])
+        return self.rows
+
+    def __call__(self, lat_dram: float) -> reuse.IssueRun:
+        at = self.cfg._replace(lat_dram=lat_dram)
+        key = (self.ops_key, at)
+        run = self.rows_seen.runs.get(key)
+        if run is None:
+            P = at.sub_partitions
+            out = SmCounters(np.zeros((P, N_REASONS), np.int64), np.zeros(N_PIPES, np.int64),
+                             np.zeros(N_PIPES, np.int64), np.zeros(1, np.int64))
+            t = 0
+            if at.n_blocks:
+                rows = self._rows()
+                t = int(run_sm(rows, self.ops, at, new_state(rows, self.ops, at), out))
+            run = self.rows_seen.runs[key] = reuse.IssueRun(t, *out)
+        return run.copy()
+
+
+def _timed_rows(prep: "Prepared") -> int:
+    """How many rows SM 0's timed blocks hold (``Prepared.sm0_rows``), without building
+    them."""
+    if not prep.repeat_from:
+        return int(prep.cols["op"].shape[0])
+    W = prep.occ.warps_per_block
+    reps = -(-prep.timed_blocks // prep.repeat_from)
+    return int(np.tile(np.diff(prep.warp_off), reps)[: prep.timed_blocks * W].sum())
+
+
+def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
+    """The issue model on a prepared kernel. ``gpu`` may differ from the one the kernel was
+    prepared with in anything but the cache geometry and the SM count (pipes, issue width,
+    latencies, clocks, DRAM bandwidth): that is what makes sweeps of those cheap."""
+    t0 = time.perf_counter()
+    occ = occupancy(prep.launch, gpu)
+    if cache_key(gpu) != prep.cache_key:
+        raise ValueError("time_prepared: the GPU differs from the one the kernel was "
+                         "prepared with in SM count, occupancy limits or cache geometry")
+    table = build_optable(prep.table.opcodes, gpu)
+    n_timed_blocks = prep.timed_blocks
+    units, _, _ = pipe_timing(gpu)
+    lat = memory_latencies(gpu, params)
+    bw = bandwidths(gpu, params)
+    ops = OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
+                   table.latency.astype(np.int64), table.initiation.astype(np.int64),
+                   table.dst_span.astype(np.int64), units.astype(np.int64))
+    issue = _Issuer(prep, ops, _sm_config(prep, gpu, params, occ))
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
     t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],
@@ -643,6 +682,6 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     return KernelRun(
         prep=prep, occ=occ, t_sm=t_sm, stall=stall, pipe_busy=pipe_busy,
         issued_pipe=issued_pipe, warp_cycles=float(warp_cycles[0]),
-        timed_blocks=n_timed_blocks, timed_instructions=int(cols["op"].shape[0]),
+        timed_blocks=n_timed_blocks, timed_instructions=_timed_rows(prep),
         t_dram=t_dram, t_l2=t_l2,
         wall_s=time.perf_counter() - t0)
