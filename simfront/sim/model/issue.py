@@ -24,6 +24,7 @@ import numpy as np
 
 from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_ATOMIC_SHARED,
                                        K_BARRIER, K_FENCE, K_LOAD_CONST,
+                                       K_ASYNC_COMMIT, K_ASYNC_WAIT,
                                        K_LOAD_GLOBAL, K_LOAD_SHARED, K_PREFETCH, K_REDUCTION,
                                        K_STORE_GLOBAL, K_STORE_SHARED)
 
@@ -77,6 +78,9 @@ class SmRows(NamedTuple):
     l2: np.ndarray
     dram: np.ndarray
     waves: np.ndarray
+    #: a cp.async wait's N (the newest groups it leaves in flight); -1 where the trace
+    #: does not say (tracers before version 5)
+    imm: np.ndarray
 
 
 class OpTiming(NamedTuple):
@@ -142,12 +146,15 @@ class SmCounters(NamedTuple):
 class SmState(NamedTuple):
     """The SM while it runs, per warp slot (``blocks_per_sm x warps_per_block``): register
     scoreboard (ready clock and the reason of its wait), state, next and end row, clock it
-    may start issuing, clock it was born, its outstanding memory, global stores since its
+    may start issuing, clock it was born, its outstanding memory (loads and stores; its
+    asynchronous copies apart), global stores since its
     last global load; per block slot: the block, live warps, warps at the barrier; per
     sub-partition: last issued warp, whether it ever held a warp, its nearest wait and its
     reason, instructions issued this clock; per pipe unit: the clock it frees; the clock
     each instruction-cache line arrives (0: never requested); the clocks the L1, L2, DRAM
-    and shared-memory paths free (``QUEUE_*``)."""
+    and shared-memory paths free (``QUEUE_*``); per warp slot, its cp.async groups: the
+    clock the open group's copies have all landed, how many groups it committed, and each
+    committed group's clock and reason in a ring of the last ``ASYNC_GROUPS``."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -157,6 +164,7 @@ class SmState(NamedTuple):
     wstart: np.ndarray
     born: np.ndarray
     mem_out: np.ndarray
+    async_out: np.ndarray
     stores: np.ndarray
     slot_block: np.ndarray
     live: np.ndarray
@@ -169,7 +177,16 @@ class SmState(NamedTuple):
     pipe_free: np.ndarray
     line_ready: np.ndarray
     queue: np.ndarray
+    grp_open: np.ndarray
+    grp_open_cause: np.ndarray
+    grp_n: np.ndarray
+    grp_ready: np.ndarray
+    grp_cause: np.ndarray
 
+
+#: cp.async groups a warp's ring remembers: a wait looks at most this far back (a
+#: three-stage pipeline of four groups a stage keeps twelve)
+ASYNC_GROUPS = 32
 
 QUEUE_L1, QUEUE_L2, QUEUE_DRAM, QUEUE_SHARED = 0, 1, 2, 3
 
@@ -187,14 +204,18 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         reg_ready=np.zeros((S, 256), np.int64), reg_cause=np.zeros((S, 256), np.int8),
         state=np.zeros(S, np.int8), ptr=np.zeros(S, np.int64), end=np.zeros(S, np.int64),
         wstart=np.zeros(S, np.int64), born=np.zeros(S, np.int64),
-        mem_out=np.zeros(S, np.int64), stores=np.zeros(S, np.int64),
+        mem_out=np.zeros(S, np.int64), async_out=np.zeros(S, np.int64),
+        stores=np.zeros(S, np.int64),
         slot_block=np.full(R, -1, np.int64), live=np.zeros(R, np.int64),
         arrived=np.zeros(R, np.int64), last=np.full(P, -1, np.int64),
         sp_used=np.zeros(P, np.bool_), best_t=np.zeros(P, np.int64),
         best_r=np.zeros(P, np.int64), n_iss=np.zeros(P, np.int64),
         pipe_free=np.zeros((P, ops.pipe_units.shape[0], max_units), np.int64),
         line_ready=np.zeros(n_lines + cfg.icache_prefetch + 1, np.int64),
-        queue=np.zeros(4, np.float64))
+        queue=np.zeros(4, np.float64), grp_open=np.zeros(S, np.int64),
+        grp_open_cause=np.zeros(S, np.int8), grp_n=np.zeros(S, np.int64),
+        grp_ready=np.zeros((S, ASYNC_GROUPS), np.int64),
+        grp_cause=np.zeros((S, ASYNC_GROUPS), np.int8))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -216,6 +237,9 @@ def _start_block(r, blk, t, rows, cfg, st):
         for q in range(256):
             st.reg_ready[s, q] = 0
         st.mem_out[s] = 0
+        st.async_out[s] = 0
+        st.grp_open[s] = 0
+        st.grp_n[s] = 0
         sp = s % P
         if b > a:
             st.state[s] = _RUN
@@ -278,9 +302,21 @@ def _wait(s, sp, now, rows, ops, cfg, st):
             if reg_ready[s, rg] > t_dep:
                 t_dep = reg_ready[s, rg]
                 cause = reg_cause[s, rg]
-    if k == K_FENCE:
-        if st.mem_out[s] > t_dep:
-            t_dep = st.mem_out[s]
+    if k == K_ASYNC_WAIT and rows.imm[i] >= 0 and st.grp_n[s] > 0:
+        t_grp, c_grp = _async_wait(s, rows.imm[i], st)
+        if t_grp > t_dep:
+            t_dep = t_grp
+            cause = c_grp
+    elif k == K_FENCE or k == K_ASYNC_WAIT:
+        # A fence orders the warp's loads and stores, not its asynchronous copies, which
+        # only their group waits wait for (a pipelined loop fences its shared memory for
+        # the tensor cores with copies of later stages in flight). A wait the trace does
+        # not say enough of (no immediate, or no group committed) waits for everything.
+        t_mem = st.mem_out[s]
+        if k == K_ASYNC_WAIT and st.async_out[s] > t_mem:
+            t_mem = st.async_out[s]
+        if t_mem > t_dep:
+            t_dep = t_mem
             cause = R_SYNC
     u_best = 0
     t_pipe = pipe_free[sp, p, 0]
@@ -293,6 +329,21 @@ def _wait(s, sp, now, rows, ops, cfg, st):
             return t_dep, cause, u_best
         return t_pipe, R_PIPE, u_best
     return now, R_SELECTED, u_best
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _async_wait(s, keep, st):
+    """When warp slot ``s``'s committed cp.async groups but the newest ``keep`` have all
+    landed, and the reason of the last to land."""
+    t = np.int64(0)
+    cause = R_MEM_LATENCY
+    n = st.grp_n[s]
+    for j in range(max(np.int64(0), n - ASYNC_GROUPS), n - keep):
+        g = j % ASYNC_GROUPS
+        if st.grp_ready[s, g] > t:
+            t = st.grp_ready[s, g]
+            cause = st.grp_cause[s, g]
+    return t, cause
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
@@ -349,7 +400,10 @@ def _global_access(i, k, s, now, rows, cfg, st):
             rcause = R_L2_BW
         else:
             rcause = R_LSU
-    if ready > st.mem_out[s]:
+    if k == K_ASYNC_COPY:
+        if ready > st.async_out[s]:
+            st.async_out[s] = ready
+    elif ready > st.mem_out[s]:
         st.mem_out[s] = ready
     return ready, rcause
 
@@ -376,6 +430,15 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
     if k == K_LOAD_GLOBAL or k == K_ATOMIC or k == K_STORE_GLOBAL \
             or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH:
         ready, rcause = _global_access(i, k, s, now, rows, cfg, st)
+        if k == K_ASYNC_COPY and ready > st.grp_open[s]:
+            st.grp_open[s] = ready
+            st.grp_open_cause[s] = rcause
+    elif k == K_ASYNC_COMMIT:
+        g = st.grp_n[s] % ASYNC_GROUPS
+        st.grp_ready[s, g] = st.grp_open[s]
+        st.grp_cause[s, g] = st.grp_open_cause[s]
+        st.grp_n[s] += 1
+        st.grp_open[s] = 0
     elif k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
         t1 = max(float(now), st.queue[QUEUE_SHARED])
         st.queue[QUEUE_SHARED] = t1 + max(1, rows.waves[i])
@@ -417,8 +480,7 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
         st.state[s] = _DONE
         st.live[r] -= 1
         out.warp_cycles[0] += now + 1 - st.born[s]
-        if st.mem_out[s] > finish:
-            finish = st.mem_out[s]
+        finish = max(finish, max(st.mem_out[s], st.async_out[s]))
     if st.live[r] > 0 and st.arrived[r] >= st.live[r]:
         st.arrived[r] = 0
         for w in range(W):
