@@ -55,10 +55,11 @@ def test_the_hardware_ratios_move_the_way_the_source_change_says(d512):
 def test_the_model_follows_the_direction_and_is_held_to_todays_accuracy(d512):
     r = d512.rows
     assert ((r.model_ratio - 1) * (r.hw_ratio - 1) > 0).all()
-    # model-1.12 on this set: 6.6% mean, 16.2% worst (the forward kernel without exps);
-    # a model change that reads vector work worse fails here
-    assert d512.mape < 0.08
-    assert d512.worst < 0.18
+    # model-1.13 on this set: 2.5% mean, 5.8% worst (model-1.12: 6.6% and 16.2%, the forward
+    # kernel without exps, its copies' latency exposed); a model change that reads vector
+    # work worse fails here
+    assert d512.mape < 0.04
+    assert d512.worst < 0.08
 
 
 @pytest.mark.parametrize("name", ABLATED)

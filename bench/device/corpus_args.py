@@ -1,5 +1,6 @@
 """Prints the simfront step arguments of a set in traces/corpus.yaml, for the device
-scripts: ``WORKLOAD --preset paper -n 2 --window-iteration 1 --set K=V ...``.
+scripts: ``WORKLOAD --preset paper -n 2 --window-iteration 1 --set K=V ...``, or for a
+user's script ``SCRIPT ARGS...``.
 
     python3 bench/device/corpus_args.py NAME [--timeline]   (--timeline: no --window-iteration)
 """
@@ -21,6 +22,9 @@ def step_args(name: str, timeline: bool = False) -> list[str]:
             break
     else:
         raise SystemExit(f"{CORPUS}: no set {name!r} under held_out or seen")
+    if "script" in entry:
+        # a user's own script brackets its window itself (docs/script-step.md)
+        return [entry["script"], *entry.get("args", [])]
     args = [entry["workload"], "--preset", entry.get("preset", "paper"), "-n", "2"]
     if not timeline:
         args += ["--window-iteration", "1"]

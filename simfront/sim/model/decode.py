@@ -34,12 +34,15 @@ K_ASYNC_COPY = 10      # LDGSTS: global read into shared memory, no register res
 K_FENCE = 11           # memory fences: wait for the warp's outstanding memory
 K_ATOMIC_SHARED = 12
 K_PREFETCH = 13
+K_ASYNC_COMMIT = 14    # LDGDEPBAR: closes the warp's open group of LDGSTS copies
+K_ASYNC_WAIT = 15      # DEPBAR.LE SB0, N: waits for all but the newest N groups
 
 KIND_NAMES = {K_ALU: "alu", K_LOAD_GLOBAL: "load_global", K_STORE_GLOBAL: "store_global",
               K_LOAD_SHARED: "load_shared", K_STORE_SHARED: "store_shared",
               K_LOAD_CONST: "load_const", K_ATOMIC: "atomic", K_REDUCTION: "reduction",
               K_BARRIER: "barrier", K_EXIT: "exit", K_ASYNC_COPY: "async_copy",
-              K_FENCE: "fence", K_ATOMIC_SHARED: "atomic_shared", K_PREFETCH: "prefetch"}
+              K_FENCE: "fence", K_ATOMIC_SHARED: "atomic_shared", K_PREFETCH: "prefetch",
+              K_ASYNC_COMMIT: "async_commit", K_ASYNC_WAIT: "async_wait"}
 
 
 def _kind(oc) -> int:
@@ -48,10 +51,16 @@ def _kind(oc) -> int:
         return K_EXIT
     if base == "BAR" and not any(m in ("ARV",) for m in oc.modifiers):
         return K_BARRIER
-    if base in ("MEMBAR", "FENCE", "ERRBAR", "DEPBAR") or (
+    if base == "LDGDEPBAR":
+        return K_ASYNC_COMMIT
+    if base == "DEPBAR":
+        # cp.async.wait_group: a software pipeline keeps its newest N groups of copies in
+        # flight (Triton's SSD kernels wait with N = 8 of 12, three stages deep)
+        return K_ASYNC_WAIT
+    if base in ("MEMBAR", "FENCE", "ERRBAR") or (
             base == "SYNCS" and "PHASECHK" in oc.modifiers):
-        # Fences, cp.async group waits and mbarrier phase checks (TMA): the warp waits
-        # for its outstanding memory operations (conservative: for all of them).
+        # Fences and mbarrier phase checks (TMA): the warp waits for its outstanding
+        # memory operations (conservative: for all of them).
         return K_FENCE
     if oc.mem_op is None:
         return K_ALU

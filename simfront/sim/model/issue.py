@@ -24,6 +24,7 @@ import numpy as np
 
 from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_ATOMIC_SHARED,
                                        K_BARRIER, K_FENCE, K_LOAD_CONST,
+                                       K_ASYNC_COMMIT, K_ASYNC_WAIT,
                                        K_LOAD_GLOBAL, K_LOAD_SHARED, K_PREFETCH, K_REDUCTION,
                                        K_STORE_GLOBAL, K_STORE_SHARED)
 
@@ -79,6 +80,9 @@ class SmRows(NamedTuple):
     l2: np.ndarray
     dram: np.ndarray
     waves: np.ndarray
+    #: a cp.async wait's N (the newest groups it leaves in flight); -1 where the trace
+    #: does not say (tracers before version 5)
+    imm: np.ndarray
 
 
 class OpTiming(NamedTuple):
@@ -144,7 +148,8 @@ class SmCounters(NamedTuple):
 class SmState(NamedTuple):
     """The SM while it runs, per warp slot (``blocks_per_sm x warps_per_block``): register
     scoreboard (ready clock and the reason of its wait), state, next and end row, clock it
-    may start issuing, clock it was born, its outstanding memory, global stores since its
+    may start issuing, clock it was born, its outstanding memory (loads and stores; its
+    asynchronous copies apart), global stores since its
     last global load; per block slot: the block, live warps, warps at the barrier; per
     sub-partition: last issued warp, whether it ever held a warp, its nearest wait and its
     reason, instructions issued this clock; per pipe unit: the clock it frees; the clock
@@ -153,7 +158,9 @@ class SmState(NamedTuple):
     instruction's registers (and a fence's memory) are ready and the reason, its
     instruction-cache line and its pipe, while ``dep_ok``: they change only when the warp
     issues or its slot gets a block, and a scheduler looks at a waiting warp every clock
-    another issues."""
+    another issues; its cp.async groups: the clock the open group's copies have all
+    landed, how many groups it committed, and each committed group's clock and reason in a
+    ring of the last ``ASYNC_GROUPS``."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -163,6 +170,7 @@ class SmState(NamedTuple):
     wstart: np.ndarray
     born: np.ndarray
     mem_out: np.ndarray
+    async_out: np.ndarray
     stores: np.ndarray
     slot_block: np.ndarray
     live: np.ndarray
@@ -180,7 +188,16 @@ class SmState(NamedTuple):
     dep_line: np.ndarray
     dep_pipe: np.ndarray
     dep_ok: np.ndarray
+    grp_open: np.ndarray
+    grp_open_cause: np.ndarray
+    grp_n: np.ndarray
+    grp_ready: np.ndarray
+    grp_cause: np.ndarray
 
+
+#: cp.async groups a warp's ring remembers: a wait looks at most this far back (a
+#: three-stage pipeline of four groups a stage keeps twelve)
+ASYNC_GROUPS = 32
 
 QUEUE_L1, QUEUE_L2, QUEUE_DRAM, QUEUE_SHARED = 0, 1, 2, 3
 
@@ -198,7 +215,8 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         reg_ready=np.zeros((S, 256), np.int64), reg_cause=np.zeros((S, 256), np.int8),
         state=np.zeros(S, np.int8), ptr=np.zeros(S, np.int64), end=np.zeros(S, np.int64),
         wstart=np.zeros(S, np.int64), born=np.zeros(S, np.int64),
-        mem_out=np.zeros(S, np.int64), stores=np.zeros(S, np.int64),
+        mem_out=np.zeros(S, np.int64), async_out=np.zeros(S, np.int64),
+        stores=np.zeros(S, np.int64),
         slot_block=np.full(R, -1, np.int64), live=np.zeros(R, np.int64),
         arrived=np.zeros(R, np.int64), last=np.full(P, -1, np.int64),
         sp_used=np.zeros(P, np.bool_), best_t=np.zeros(P, np.int64),
@@ -207,7 +225,10 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         line_ready=np.zeros(n_lines + cfg.icache_prefetch + 1, np.int64),
         queue=np.zeros(4, np.float64), dep_t=np.zeros(S, np.int64),
         dep_r=np.zeros(S, np.int64), dep_line=np.zeros(S, np.int64),
-        dep_pipe=np.zeros(S, np.int64), dep_ok=np.zeros(S, np.bool_))
+        dep_pipe=np.zeros(S, np.int64), dep_ok=np.zeros(S, np.bool_),
+        grp_open=np.zeros(S, np.int64), grp_open_cause=np.zeros(S, np.int8),
+        grp_n=np.zeros(S, np.int64), grp_ready=np.zeros((S, ASYNC_GROUPS), np.int64),
+        grp_cause=np.zeros((S, ASYNC_GROUPS), np.int8))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -230,6 +251,9 @@ def _start_block(r, blk, t, rows, cfg, st):
             st.reg_ready[s, q] = 0
         st.mem_out[s] = 0
         st.dep_ok[s] = False
+        st.async_out[s] = 0
+        st.grp_open[s] = 0
+        st.grp_n[s] = 0
         sp = s % P
         if b > a:
             st.state[s] = _RUN
@@ -259,7 +283,8 @@ def _slot_of(sp, kk, S, P, st):
 @numba.njit(cache=True, inline="always", _nrt=False)
 def _dep_wait(s, i, rows, ops, cfg, st):
     """Notes when warp slot ``s``'s next instruction (row ``i``) has its source and
-    destination registers (a fence: its warp's memory) ready and the reason of that wait
+    destination registers (a fence: its warp's memory; a cp.async wait: its groups) ready
+    and the reason of that wait
     (``st.dep_t``, ``st.dep_r``), its cache line and its pipe (``st.dep_line``,
     ``st.dep_pipe``): they hold until the warp issues."""
     reg_ready, reg_cause = st.reg_ready, st.reg_cause
@@ -278,9 +303,22 @@ def _dep_wait(s, i, rows, ops, cfg, st):
             if reg_ready[s, rg] > t_dep:
                 t_dep = reg_ready[s, rg]
                 cause = np.int64(reg_cause[s, rg])
-    if ops.kind[rows.op[i]] == K_FENCE:
-        if st.mem_out[s] > t_dep:
-            t_dep = st.mem_out[s]
+    k = ops.kind[rows.op[i]]
+    if k == K_ASYNC_WAIT and rows.imm[i] >= 0 and st.grp_n[s] > 0:
+        t_grp, c_grp = _async_wait(s, rows.imm[i], st)
+        if t_grp > t_dep:
+            t_dep = t_grp
+            cause = np.int64(c_grp)
+    elif k == K_FENCE or k == K_ASYNC_WAIT:
+        # A fence orders the warp's loads and stores, not its asynchronous copies, which
+        # only their group waits wait for (a pipelined loop fences its shared memory for
+        # the tensor cores with copies of later stages in flight). A wait the trace does
+        # not say enough of (no immediate, or no group committed) waits for everything.
+        t_mem = st.mem_out[s]
+        if k == K_ASYNC_WAIT and st.async_out[s] > t_mem:
+            t_mem = st.async_out[s]
+        if t_mem > t_dep:
+            t_dep = t_mem
             cause = np.int64(R_SYNC)
     st.dep_t[s] = t_dep
     st.dep_r[s] = cause
@@ -322,6 +360,21 @@ def _wait(s, sp, now, rows, ops, cfg, st):
             return t_dep, cause, u_best
         return t_pipe, R_PIPE, u_best
     return now, R_SELECTED, u_best
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _async_wait(s, keep, st):
+    """When warp slot ``s``'s committed cp.async groups but the newest ``keep`` have all
+    landed, and the reason of the last to land."""
+    t = np.int64(0)
+    cause = R_MEM_LATENCY
+    n = st.grp_n[s]
+    for j in range(max(np.int64(0), n - ASYNC_GROUPS), n - keep):
+        g = j % ASYNC_GROUPS
+        if st.grp_ready[s, g] > t:
+            t = st.grp_ready[s, g]
+            cause = st.grp_cause[s, g]
+    return t, cause
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
@@ -378,7 +431,10 @@ def _global_access(i, k, s, now, rows, cfg, st):
             rcause = R_L2_BW
         else:
             rcause = R_LSU
-    if ready > st.mem_out[s]:
+    if k == K_ASYNC_COPY:
+        if ready > st.async_out[s]:
+            st.async_out[s] = ready
+    elif ready > st.mem_out[s]:
         st.mem_out[s] = ready
     return ready, rcause
 
@@ -406,6 +462,15 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
     if k == K_LOAD_GLOBAL or k == K_ATOMIC or k == K_STORE_GLOBAL \
             or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH:
         ready, rcause = _global_access(i, k, s, now, rows, cfg, st)
+        if k == K_ASYNC_COPY and ready > st.grp_open[s]:
+            st.grp_open[s] = ready
+            st.grp_open_cause[s] = rcause
+    elif k == K_ASYNC_COMMIT:
+        g = st.grp_n[s] % ASYNC_GROUPS
+        st.grp_ready[s, g] = st.grp_open[s]
+        st.grp_cause[s, g] = st.grp_open_cause[s]
+        st.grp_n[s] += 1
+        st.grp_open[s] = 0
     elif k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
         t1 = max(float(now), st.queue[QUEUE_SHARED])
         st.queue[QUEUE_SHARED] = t1 + max(1, rows.waves[i])
@@ -447,8 +512,7 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
         st.state[s] = _DONE
         st.live[r] -= 1
         out.warp_cycles[0] += now + 1 - st.born[s]
-        if st.mem_out[s] > finish:
-            finish = st.mem_out[s]
+        finish = max(finish, max(st.mem_out[s], st.async_out[s]))
     if st.live[r] > 0 and st.arrived[r] >= st.live[r]:
         st.arrived[r] = 0
         for w in range(W):

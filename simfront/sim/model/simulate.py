@@ -14,6 +14,7 @@ Steps (docs/model.md says why):
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -22,13 +23,14 @@ import numba
 import numpy as np
 
 from simfront.core.errors import TraceFormatError
-from simfront.sim.model import reuse, sharing, tiles
+from simfront.sim.model import prefetch, reuse, sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
                                       MemRows, global_bytes, l1_sim, l2_sim, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
                                       simulate_memory, store_slots)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
-from simfront.sim.model.decode import (K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL, N_PIPES,
+from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL,
+                                       N_PIPES,
                                        PIPE_INDEX, build_optable, pipe_timing)
 from simfront.sim.model.issue import (N_REASONS, OpTiming, SmConfig, SmCounters, SmRows,
                                       new_state, run_sm)
@@ -235,11 +237,30 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     for the next one (``carry``)."""
     t0 = time.perf_counter()
     tp = _TracePass(kernel, gpu, launch, params, l2)
-    for chunk in kernel.iter_chunks():
+    chunks = kernel.iter_chunks()
+    first = next(chunks, None)
+    if first is not None and prefetch.uses_async_waits(_kinds(first, gpu)):
+        # which copies read nothing needs each warp's later waits: a first pass over the
+        # trace's copies, commits and waits only (kernels with cp.async pipelines)
+        tp.zero_fill = _zero_fill_flags(kernel, gpu, tp.W)
+    for chunk in itertools.chain([first] if first is not None else [], chunks):
         tp.add(chunk)
     if tp.table is None:
         raise TraceFormatError("kernel trace holds no instructions", kernel.path)
     return tp.finish(time.perf_counter() - t0)
+
+
+def _kinds(chunk, gpu) -> np.ndarray:
+    return build_optable(chunk.opcodes, gpu).kind[chunk.op.astype(np.int64)]
+
+
+def _zero_fill_flags(kernel, gpu, warps_per_block: int) -> np.ndarray:
+    """One flag per LDGSTS row of the trace, in order: a prefetch that reads nothing
+    (``prefetch``)."""
+    rows = prefetch.AsyncRows()
+    for chunk in kernel.iter_chunks():
+        rows.add(_kinds(chunk, gpu), chunk.tb, chunk.warp, chunk.imm)
+    return rows.zero_fill(warps_per_block)
 
 
 class _TracePass:
@@ -300,6 +321,10 @@ class _TracePass:
         self.dram_rows: list[tuple[np.ndarray, np.ndarray]] = []
         self.persistent = is_persistent(header.name, params)
         self.stores = tiles.StoreCounts() if self.persistent else None
+        # per LDGSTS row of the trace: a prefetch past its loop's end, which reads nothing
+        # (None: the kernel has no cp.async waits); how many of those rows went by
+        self.zero_fill: np.ndarray | None = None
+        self.n_copies = 0
 
     def _coords(self, chunk) -> None:
         """The chunk's traced blocks' grid coordinates, and their ranks along each dimension
@@ -333,10 +358,13 @@ class _TracePass:
         self.n_thread += float(lanes.sum())
         self.pipe_counts += np.bincount(table.pipe[op], minlength=N_PIPES)[:N_PIPES]
         self.flops += float((table.flops_lane[op] * lanes).sum() + table.flops_warp[op].sum())
+        addr_off, addrs, mem_lanes = chunk.addr_off, chunk.addrs, lanes
+        if self.zero_fill is not None:
+            addr_off, addrs, mem_lanes = self._drop_zero_fill(kind, addr_off, addrs, lanes)
         rows = MemRows(kind, tb, chunk.warp.astype(np.int64), chunk.mem_width.astype(np.int64),
-                       chunk.addr_off.astype(np.int64), chunk.addrs.astype(np.int64),
+                       addr_off.astype(np.int64), addrs.astype(np.int64),
                        np.arange(int(tb.max()) + 1, dtype=np.int64) % self.S)
-        out = self._memory(rows, lanes)
+        out = self._memory(rows, mem_lanes)
         if self.stores is not None:
             self.stores.add(tb, rows.warp, chunk.pc, kind == K_STORE_GLOBAL,
                             (kind == K_ATOMIC) | (kind == K_REDUCTION))
@@ -350,6 +378,18 @@ class _TracePass:
             hit = out.dram > 0
             self.dram_rows.append((rline[hit], out.dram[hit]))
         self._keep_sm0(chunk, op, tb, out, slots, rline)
+
+    def _drop_zero_fill(self, kind, addr_off, addrs, lanes):
+        """The chunk's addresses and memory lanes without the prefetches that read nothing."""
+        copies = np.nonzero(kind == K_ASYNC_COPY)[0]
+        flags = self.zero_fill[self.n_copies:self.n_copies + copies.shape[0]]
+        self.n_copies += copies.shape[0]
+        drop = copies[: flags.shape[0]][flags]
+        if drop.shape[0] == 0:
+            return addr_off, addrs, lanes
+        mem_lanes = lanes.copy()
+        mem_lanes[drop] = 0
+        return (*prefetch.drop_addresses(addr_off, addrs, drop), mem_lanes)
 
     def _memory(self, rows: MemRows, lanes: np.ndarray) -> MemOut:
         """A chunk's memory rows through the L1s and the L2 (``cache.simulate_memory``),
@@ -390,7 +430,9 @@ class _TracePass:
                        ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
                        src=chunk.src[idx], width=chunk.mem_width[idx], level=out.level[idx],
                        sectors=out.sectors[idx], l2=out.l2[idx], dram=out.dram[idx],
-                       waves=out.wave[idx], slots=slots[idx])
+                       waves=out.wave[idx], slots=slots[idx],
+                       imm=chunk.imm[idx] if self.header.tracer_version >= 5
+                       else np.full(idx.shape[0], -1, np.int64))
 
     def _to_grid(self, n_blocks_trace: int, grid_share) -> tuple[float, float]:
         """A sampled trace's counts scaled to the grid, in place; returns (sample scale,
@@ -436,7 +478,7 @@ class _TracePass:
                                ("width", np.int64, ()), ("level", np.int64, ()),
                                ("sectors", np.int64, ()), ("l2", np.int64, ()),
                                ("dram", np.int64, ()), ("waves", np.int64, ()),
-                               ("slots", np.int64, ())):
+                               ("slots", np.int64, ()), ("imm", np.int64, ())):
             cols[name] = np.ascontiguousarray(self.timed.get(name, dt, tail)[order])
         if grid_share is not None:
             # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a
@@ -601,7 +643,7 @@ class _Issuer:
                                cols["pc"], cols["op"], cols["ndst"], cols["dst"],
                                cols["nsrc"], cols["src"], cols["width"], cols["level"],
                                cols["sectors"], cols["slots"], cols["l2"], cols["dram"],
-                               cols["waves"])
+                               cols["waves"], cols["imm"])
         return self.rows
 
     def __call__(self, lat_dram: float) -> reuse.IssueRun:
