@@ -281,28 +281,27 @@ def _slot_of(sp, kk, S, P, st):
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
+def _latest_register(s, regs, n, t_dep, cause, st):
+    """The later of (``t_dep``, ``cause``) and when the first ``n`` of warp slot ``s``'s
+    registers ``regs`` are ready, with the reason of that wait (RZ and none: no wait)."""
+    for j in range(n):
+        rg = regs[j]
+        if rg >= 0 and rg < 255 and st.reg_ready[s, rg] > t_dep:
+            t_dep = st.reg_ready[s, rg]
+            cause = np.int64(st.reg_cause[s, rg])
+    return t_dep, cause
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
 def _dep_wait(s, i, rows, ops, cfg, st):
     """Notes when warp slot ``s``'s next instruction (row ``i``) has its source and
     destination registers (a fence: its warp's memory; a cp.async wait: its groups) ready
-    and the reason of that wait
-    (``st.dep_t``, ``st.dep_r``), its cache line and its pipe (``st.dep_line``,
-    ``st.dep_pipe``): they hold until the warp issues."""
-    reg_ready, reg_cause = st.reg_ready, st.reg_cause
-    src, dst = rows.src, rows.dst
-    t_dep = np.int64(0)
-    cause = np.int64(R_DEPENDENCY)
-    for j in range(rows.nsrc[i]):
-        rg = src[i, j]
-        if rg >= 0 and rg < 255:
-            if reg_ready[s, rg] > t_dep:
-                t_dep = reg_ready[s, rg]
-                cause = np.int64(reg_cause[s, rg])
-    for j in range(rows.ndst[i]):
-        rg = dst[i, j]
-        if rg >= 0 and rg < 255:
-            if reg_ready[s, rg] > t_dep:
-                t_dep = reg_ready[s, rg]
-                cause = np.int64(reg_cause[s, rg])
+    and the reason of that wait (``st.dep_t``, ``st.dep_r``), its cache line and its pipe
+    (``st.dep_line``, ``st.dep_pipe``): they hold until the warp issues."""
+    t_dep, cause = _latest_register(s, rows.src[i], rows.nsrc[i], np.int64(0),
+                                    np.int64(R_DEPENDENCY), st)
+    # destinations too: a write waits for an older write of the same register
+    t_dep, cause = _latest_register(s, rows.dst[i], rows.ndst[i], t_dep, cause, st)
     k = ops.kind[rows.op[i]]
     if k == K_ASYNC_WAIT and rows.imm[i] >= 0 and st.grp_n[s] > 0:
         t_grp, c_grp = _async_wait(s, rows.imm[i], st)
