@@ -58,6 +58,10 @@ def _main(capsys, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(list(args), rc, out.out, out.err)
 
 
+#: the CLI's exit status for input it cannot use (a bad file, field or filter)
+INPUT_ERROR = 2
+
+
 def _one_line_error(r: subprocess.CompletedProcess, *words: str) -> str:
     """The command failed with one `error:` line (no traceback) that says ``words``."""
     assert r.returncode != 0, r.stdout + r.stderr
@@ -277,8 +281,9 @@ def test_a_backwards_range_names_its_field(tmp_path, capsys):
     _one_line_error(r, "gpu.axes.sm_count.stop", "runs backwards", "line")
     path = _model_sweep(tmp_path, "back2", n=1, axes={"tensor_vector_ratio": {
         "start": 32, "stop": 2, "factor": 2}})
-    _one_line_error(_main(capsys, "sweep", "plan", str(path)), "tensor_vector_ratio.stop",
-                    "backwards")
+    r2 = _main(capsys, "sweep", "plan", str(path))
+    _one_line_error(r2, "tensor_vector_ratio.stop", "backwards")
+    assert (r.returncode, r2.returncode) == (INPUT_ERROR, INPUT_ERROR)
 
 
 def test_an_empty_trace_set_and_a_kernel_filter_matching_nothing_fail(tmp_path, capsys):
@@ -286,11 +291,13 @@ def test_an_empty_trace_set_and_a_kernel_filter_matching_nothing_fail(tmp_path, 
     empty.mkdir()
     (empty / "kernelslist.g").write_text("")
     path = write_sweep(tmp_path, "empty", traces=str(empty), backends="model")
-    _one_line_error(_main(capsys, "sweep", "run", str(path), "-q"), "workloads[0].traces",
-                    "no kernel launches")
-    _one_line_error(_main(capsys, "sim", "run", str(empty)), "lists no kernel launches")
-    _one_line_error(_main(capsys, "sim", "run", str(REPO_ROOT / "traces" / "mamba1_selective_scan"),
-                         "--kernel", "*no_such_kernel*"), "matches no kernel")
+    runs = [_main(capsys, "sweep", "run", str(path), "-q"), _main(capsys, "sim", "run", str(empty)),
+            _main(capsys, "sim", "run", str(REPO_ROOT / "traces" / "mamba1_selective_scan"),
+                  "--kernel", "*no_such_kernel*")]
+    _one_line_error(runs[0], "workloads[0].traces", "no kernel launches")
+    _one_line_error(runs[1], "lists no kernel launches")
+    _one_line_error(runs[2], "matches no kernel")
+    assert [r.returncode for r in runs] == [INPUT_ERROR] * 3
 
 
 def test_binary_sweep_and_gpu_files_are_named(tmp_path, capsys):
@@ -298,12 +305,15 @@ def test_binary_sweep_and_gpu_files_are_named(tmp_path, capsys):
     junk = bytes(rng.randrange(256) for _ in range(400))
     bad = tmp_path / "bin.yaml"
     bad.write_bytes(junk)
-    _one_line_error(_main(capsys, "sweep", "plan", str(bad)), str(bad.name), "not a text file")
+    r = _main(capsys, "sweep", "plan", str(bad))
+    _one_line_error(r, str(bad.name), "not a text file")
     gpu = tmp_path / "gpu.yaml"
     gpu.write_bytes(junk)
     path = _model_sweep(tmp_path, "bingpu", n=1)
     path.write_text(path.read_text().replace("base: h100", f"base: {gpu}"))
-    _one_line_error(_main(capsys, "sweep", "run", str(path)), "field 'gpu.base'", "gpu.yaml")
+    r2 = _main(capsys, "sweep", "run", str(path))
+    _one_line_error(r2, "field 'gpu.base'", "gpu.yaml")
+    assert (r.returncode, r2.returncode) == (INPUT_ERROR, INPUT_ERROR)
 
 
 # --------------------------------------------------------------------------- job store, HDF5
