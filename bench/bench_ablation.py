@@ -33,13 +33,15 @@ def main() -> None:
     lines = [
         SECTION, "",
         "Measured with `bash bench/device/ablate.sh \"ho-m2-d1024 ho-m2-d512\"` and "
-        "`\"ho-m2-d512 ho-hybrid\"` (two calls on one warm H100): per held-out set, the "
+        "`\"ho-m2-d512 ho-hybrid\"` (two calls on one warm H100), and `\"h200-ho-m2-d1024\"`, "
+        "`\"h200-ho-hybrid\"` (two calls on one warm H200, 226 and 269 s; the sets "
+        "`h200-*`, whose model runs on the `h200` description): per held-out set, the "
         "kernels' autotuned configs read from `TRITON_PRINT_AUTOTUNING`, then for each "
         "variant (`simfront workloads ablate`: `base` pinned, `exp2` a second exp per "
         "element, `noexp` no exp and no min) a CUPTI timeline of the whole step on all SMs "
         "and on 64 (`simfront timeline --sms all,64`) and a trace of the two kernels "
         "(`simfront trace --window kernel:... --sample box:8`). Pinning held the tiling: "
-        "the pinned base is within 0.2-1.7% of the autotuned step's kernels. The model runs "
+        "the pinned base is within 0.2-1.7% (H100) and 0.0-1.3% (H200) of the autotuned step's kernels. The model runs "
         "each variant's traces with its L2 empty (`simfront.analysis.ablation`).", "",
         render_markdown(fits), "",
         f"Model against hardware: {within} of {len(errs)} ratios within 5%; per set mean "

@@ -27,6 +27,7 @@ from results_md import update_section  # bench/results_md.py, beside this script
 from simfront.analysis.whatif import base_label, compare, model_records, model_source_hash
 from simfront.gpu import load_gpu
 from simfront.core.paths import REPO_ROOT
+from simfront.sim.model import MODEL_VERSION
 from simfront.sim.model.validation import pair_launches, read_ncu
 from simfront.stats.matching import mape
 
@@ -111,7 +112,8 @@ def set_rows(name: str) -> tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]:
 
 def render(results: list[tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]]) -> str:
     out = [SECTION, "",
-           "The model (source hash " + model_source_hash()[:12] + ") on the held-out sets of "
+           f"The model ({MODEL_VERSION}, source hash {model_source_hash()[:12]}) on the "
+           "held-out sets of "
            "`traces/corpus.yaml`, steps no model constant or mechanism was chosen on. "
            "Written by `python bench/bench_heldout.py`. Baseline: every launch against ncu "
            "(`--clock-control none`, L2 flushed; the model's L2 empty); launches that Triton "

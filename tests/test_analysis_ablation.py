@@ -1,5 +1,6 @@
 """The model against the hardware on the shipped vector-work ablations of the held-out SSD
-kernels (traces/<set>/ablation/, measured on an H100 with bench/device/ablate.sh)."""
+kernels (traces/<set>/ablation/, measured with bench/device/ablate.sh on an H100, and on an
+H200 for the h200-* sets)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import shutil
 
 import pytest
 
-from simfront.analysis.ablation import compare, vector_bound
+from simfront.analysis.ablation import ablation_dir, ablation_gpu, compare, vector_bound
 from simfront.core.errors import InputError
 from simfront.core.paths import REPO_ROOT
 
 TRACES = REPO_ROOT / "traces"
-ABLATED = ("ho-m2-d1024", "ho-m2-d512", "ho-hybrid")
+ABLATED = ("ho-m2-d1024", "ho-m2-d512", "ho-hybrid", "h200-ho-m2-d1024", "h200-ho-hybrid")
 KERNELS = {"_chunk_scan_fwd_kernel", "_chunk_scan_chunk_state_bwd_dx_kernel"}
 
 
@@ -68,6 +69,23 @@ def test_removing_the_exps_bounds_the_step_gain(name):
     assert 0 < b["saved_us"] < b["ablated_us"] < b["step_us"]
     # the two SSD kernels are a few percent of these steps: the bound stays near 1
     assert 1.0 < b["step_speedup"] < 1.02
+
+
+@pytest.mark.parametrize("name,gpu", [("ho-m2-d512", "h100"), ("h200-ho-hybrid", "h200")])
+def test_the_model_answers_on_the_gpu_the_ablations_ran_on(name, gpu):
+    assert ablation_gpu(ablation_dir(TRACES / name)) == gpu
+
+
+def test_a_base_timeline_that_names_no_device_is_an_error(tmp_path):
+    import json
+
+    d = tmp_path / "abl"
+    shutil.copytree(TRACES / "h200-ho-hybrid" / "ablation" / "base", d / "base")
+    js = json.loads((d / "base" / "timeline-all.json").read_text())
+    js.pop("device_name")
+    (d / "base" / "timeline-all.json").write_text(json.dumps(js))
+    with pytest.raises(InputError, match="device_name"):
+        compare(d)
 
 
 def test_a_set_without_ablations_is_named(tmp_path):

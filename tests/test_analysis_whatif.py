@@ -264,6 +264,26 @@ def test_every_shipped_set_has_the_gpu_it_was_captured_on_as_its_base():
         "64 SMs", "L2 less 25 MiB set aside"]
 
 
+@pytest.mark.parametrize("name", ["h200-ho-m2-d1024", "h200-ho-hybrid"])
+def test_the_sets_captured_on_an_h200_are_answered_with_the_h200_description(name):
+    """Real H200 captures (bench/device/heldout.sh on the lent H200): their base is the H200's
+    whole GPU, their conditions its green contexts, each answered with the `h200` preset."""
+    from simfront.gpu import load_gpu
+
+    d = TRACES / name
+    assert json.loads((d / "manifest.json").read_text())["gpu"] == "NVIDIA H200"
+    assert W.base_label(d) == "h200-all"
+    labels = W.available_conditions(d)
+    assert sorted(labels) == ["h200-sms32", "h200-sms64", "h200-sms96"]
+    for lb in labels:
+        c = W.condition(lb, "h200")
+        gpu = c.model_gpu()
+        assert c.gpu == "h200" and gpu.sm_count == int(lb[len("h200-sms"):])
+        assert gpu.clock_limits == load_gpu("h200").clock_limits
+        # the timeline itself says it ran on the H200
+        assert W.read_timeline(d, lb) is not None
+
+
 def test_conditions_of_an_h200_base_use_the_h200_description():
     from simfront.gpu import config_hash, load_gpu
 

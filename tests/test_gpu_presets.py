@@ -74,7 +74,7 @@ def test_every_preset_loads_and_validates():
 
 def test_h200_is_the_h100_silicon_with_its_own_memory_and_front_end():
     """As the H200 machine reported it (bench/data/device/gpu_h200.csv; the L2 size the
-    driver gave, 62914560 B); its clock limits are the H100's until measured."""
+    driver gave, 62914560 B); its clock limits its own (test below)."""
     import pandas as pd
 
     from simfront.core.paths import REPO_ROOT
@@ -88,8 +88,29 @@ def test_h200_is_the_h100_silicon_with_its_own_memory_and_front_end():
     assert g.dram.capacity.bytes == int(smi["memory.total [MiB]"].split()[0]) << 20
     assert g.l2.size.bytes == 62914560
     assert g.dram.bandwidth.bytes_per_s == pytest.approx(4.8e12)
-    assert g.clock_limits == base.clock_limits
+    assert g.clock_limits != base.clock_limits
     assert g.empty_kernel_ns < base.empty_kernel_ns
+
+
+@pytest.mark.parametrize("name,data", [("h100", "clock_steps"), ("h200", "clock_steps_h200")])
+def test_clock_limits_are_those_fitted_on_the_gpus_own_step(name, data):
+    """Each description's clock_limits are what bench/bench_clock.py fits on ncu's clocks of
+    the Mamba2 paper step measured on that GPU (bench/data/device/<data>/), and the H100 sets'
+    H200 condition carries the H200's."""
+    import sys
+
+    from simfront.core.paths import REPO_ROOT
+
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    import bench_clock
+
+    fit = bench_clock.fit_limits(bench_clock.step_clocks(bench_clock.DATA / data,
+                                                         ("mamba2_lm",)))
+    cl = load_gpu(name).clock_limits
+    assert {t.sms: t.share for t in cl.tensor} == fit["tensor"]
+    assert (cl.power_share, cl.power_exponent) == (fit["power_share"], fit["power_exponent"])
+    if name == "h200":
+        assert load_gpu("h100-as-h200").clock_limits == cl
 
 
 def test_load_by_path(tmp_path):

@@ -4,13 +4,15 @@
 #   bash bench/device/heldout.sh "ho-m2-d1024 ho-m1" [STAGES]
 # STAGES (default "trace profile timeline"): which of the three to run for each set.
 # PROFILE=per-config profiles one launch per launch configuration instead of every launch.
-# Carry: .carry/wheels (mamba_ssm) and .carry/nvbit/core (NVBit's public core: the tracer is
+# Carry: .carry/wheels (mamba_ssm), .carry/deps and .carry/nvbit/core (NVBit's public core: the tracer is
 # built there with `make tracer`, never part of the repository).
 # Results: $OUT/<set>.tgz (the stored set: traces, launches, ncu, whatif/), $OUT/logs.tgz.
 set -u
 export PYTHONUNBUFFERED=1 NOBANNER=1 TRITON_CACHE_AUTOTUNING=1
 R=$PWD; T=${TMPDIR:-/tmp}; W=$T/ho; mkdir -p $W/logs $OUT
-python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/*.whl > $W/logs/pip.txt 2>&1
+# .carry/deps: wheels of simfront's own dependencies the device's Python lacks (zstandard)
+python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/*.whl \
+  $(ls .carry/deps/*.whl 2>/dev/null) > $W/logs/pip.txt 2>&1
 export PYTHONPATH=$T/site:$R
 simfront() { python3 -m simfront "$@"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $W/logs/gpu.csv

@@ -15,6 +15,7 @@ ablated kernels without the step around them, so no previous kernel's data can b
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import pandas as pd
 from simfront.analysis.wallclock import sweep_trace_sets
 from simfront.analysis.whatif import condition, model_records
 from simfront.core.errors import InputError
+from simfront.core.timeline import gpu_prefix
 from simfront.workloads.ablation import ALL_KERNELS, ablation_report
 
 ABLATION_DIR = "ablation"
@@ -53,6 +55,20 @@ def ablation_dir(trace_dir: str | Path) -> Path:
     return d
 
 
+def ablation_gpu(d: Path) -> str:
+    """The GPU preset the ablations ran on: the device the base variant's whole-GPU
+    timeline names (``NVIDIA H200`` -> ``h200``), so each condition is that GPU's."""
+    js = d / "base" / "timeline-all.json"
+    try:
+        name = json.loads(js.read_text()).get("device_name")
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"no readable whole-GPU timeline of the base variant ({exc})",
+                         js) from None
+    if not isinstance(name, str) or not name:
+        raise InputError("the base variant's timeline names no device (device_name)", js)
+    return gpu_prefix(name)
+
+
 def model_kernel_times(variant_dir: Path, label: str, base_gpu: str = "h100") -> pd.Series:
     """The model's summed time (us) per kernel name over a variant's traces, on the GPU of
     the condition ``label`` (``all``, ``sms64``, ... of the base GPU)."""
@@ -61,10 +77,12 @@ def model_kernel_times(variant_dir: Path, label: str, base_gpu: str = "h100") ->
     return recs.groupby("kernel_name").time_us.sum()
 
 
-def compare(trace_dir: str | Path, base_gpu: str = "h100") -> AblationFit:
+def compare(trace_dir: str | Path, base_gpu: str | None = None) -> AblationFit:
     """Hardware and model ratios (variant over base) per ablated kernel, condition and
-    variant of one set; ``error`` is model ratio over hardware ratio, minus one."""
+    variant of one set; ``error`` is model ratio over hardware ratio, minus one. The model's
+    GPU is ``base_gpu``'s preset, by default the one the ablations ran on."""
     d = ablation_dir(trace_dir)
+    base_gpu = base_gpu or ablation_gpu(d)
     hw = [r for r in ablation_report(d) if r.kernel != ALL_KERNELS]
     cache: dict[tuple[str, str], pd.Series] = {}
 
