@@ -160,7 +160,10 @@ class SmState(NamedTuple):
     issues or its slot gets a block, and a scheduler looks at a waiting warp every clock
     another issues; its cp.async groups: the clock the open group's copies have all
     landed, how many groups it committed, and each committed group's clock and reason in a
-    ring of the last ``ASYNC_GROUPS``."""
+    ring of the last ``ASYNC_GROUPS``; per warp slot, its wait as last worked out (clock and
+    reason) and the count of instructions its pipe's units on its sub-partition had taken
+    then, per sub-partition and pipe that count: the wait holds while ``wait_ok`` and the
+    count is unchanged, so a scheduler reads it back instead of working it out again."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -193,6 +196,11 @@ class SmState(NamedTuple):
     grp_n: np.ndarray
     grp_ready: np.ndarray
     grp_cause: np.ndarray
+    wait_t: np.ndarray
+    wait_r: np.ndarray
+    wait_ver: np.ndarray
+    wait_ok: np.ndarray
+    pipe_ver: np.ndarray
 
 
 #: cp.async groups a warp's ring remembers: a wait looks at most this far back (a
@@ -228,7 +236,10 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         dep_pipe=np.zeros(S, np.int64), dep_ok=np.zeros(S, np.bool_),
         grp_open=np.zeros(S, np.int64), grp_open_cause=np.zeros(S, np.int8),
         grp_n=np.zeros(S, np.int64), grp_ready=np.zeros((S, ASYNC_GROUPS), np.int64),
-        grp_cause=np.zeros((S, ASYNC_GROUPS), np.int8))
+        grp_cause=np.zeros((S, ASYNC_GROUPS), np.int8),
+        wait_t=np.zeros(S, np.int64), wait_r=np.zeros(S, np.int64),
+        wait_ver=np.zeros(S, np.int64), wait_ok=np.zeros(S, np.bool_),
+        pipe_ver=np.zeros((P, ops.pipe_units.shape[0]), np.int64))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -251,6 +262,7 @@ def _start_block(r, blk, t, rows, cfg, st):
             st.reg_ready[s, q] = 0
         st.mem_out[s] = 0
         st.dep_ok[s] = False
+        st.wait_ok[s] = False
         st.async_out[s] = 0
         st.grp_open[s] = 0
         st.grp_n[s] = 0
@@ -451,8 +463,10 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
     st.n_iss[sp] += 1
     st.last[sp] = s
     st.dep_ok[s] = False
+    st.wait_ok[s] = False
     ii = ops.initiation[o]
     st.pipe_free[sp, p, u_best] = now + ii
+    st.pipe_ver[sp, p] += 1
     out.pipe_busy[p] += ii
     out.issued_pipe[p] += 1
     st.ptr[s] = i + 1
@@ -519,6 +533,7 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
             if st.state[s2] == _BAR:
                 st.state[s2] = _RUN
                 st.wstart[s2] = now + cfg.lat_barrier
+                st.wait_ok[s2] = False
     started = False
     if st.live[r] == 0:
         # The block is done: the block scheduler starts the next one here.
@@ -557,8 +572,20 @@ def _schedule(sp, now, next_block, finish, rows, ops, cfg, st, out):
             if st.best_t[sp] == _INF:
                 st.best_r[sp] = R_SYNC
             continue
+        # A warp's wait stays what it was until it issues, its slot changes, or its pipe's
+        # units on this sub-partition take an instruction: read it back then.
+        if st.wait_ok[s] and st.wait_t[s] > now \
+                and st.wait_ver[s] == st.pipe_ver[sp, st.dep_pipe[s]]:
+            if st.wait_t[s] < st.best_t[sp]:
+                st.best_t[sp] = st.wait_t[s]
+                st.best_r[sp] = st.wait_r[s]
+            continue
         t, reason, u_best = _wait(s, sp, now, rows, ops, cfg, st)
         if t > now:
+            st.wait_t[s] = t
+            st.wait_r[s] = reason
+            st.wait_ver[s] = st.pipe_ver[sp, st.dep_pipe[s]]
+            st.wait_ok[s] = True
             if t < st.best_t[sp]:
                 st.best_t[sp] = t
                 st.best_r[sp] = reason
