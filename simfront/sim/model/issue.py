@@ -163,7 +163,9 @@ class SmState(NamedTuple):
     ring of the last ``ASYNC_GROUPS``; per warp slot, its wait as last worked out (clock and
     reason) and the count of instructions its pipe's units on its sub-partition had taken
     then, per sub-partition and pipe that count: the wait holds while ``wait_ok`` and the
-    count is unchanged, so a scheduler reads it back instead of working it out again."""
+    count is unchanged, so a scheduler reads it back instead of working it out again; per
+    sub-partition, whether none of its warps changed since its last look found none ready
+    (``sp_clean``), and whether it held a live warp then."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -201,6 +203,8 @@ class SmState(NamedTuple):
     wait_ver: np.ndarray
     wait_ok: np.ndarray
     pipe_ver: np.ndarray
+    sp_clean: np.ndarray
+    sp_live: np.ndarray
 
 
 #: cp.async groups a warp's ring remembers: a wait looks at most this far back (a
@@ -239,7 +243,8 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         grp_cause=np.zeros((S, ASYNC_GROUPS), np.int8),
         wait_t=np.zeros(S, np.int64), wait_r=np.zeros(S, np.int64),
         wait_ver=np.zeros(S, np.int64), wait_ok=np.zeros(S, np.bool_),
-        pipe_ver=np.zeros((P, ops.pipe_units.shape[0]), np.int64))
+        pipe_ver=np.zeros((P, ops.pipe_units.shape[0]), np.int64),
+        sp_clean=np.zeros(P, np.bool_), sp_live=np.zeros(P, np.bool_))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -267,6 +272,7 @@ def _start_block(r, blk, t, rows, cfg, st):
         st.grp_open[s] = 0
         st.grp_n[s] = 0
         sp = s % P
+        st.sp_clean[sp] = False
         if b > a:
             st.state[s] = _RUN
             nl += 1
@@ -534,6 +540,7 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
                 st.state[s2] = _RUN
                 st.wstart[s2] = now + cfg.lat_barrier
                 st.wait_ok[s2] = False
+                st.sp_clean[s2 % cfg.sub_partitions] = False
     started = False
     if st.live[r] == 0:
         # The block is done: the block scheduler starts the next one here.
@@ -647,8 +654,16 @@ def run_sm(rows, ops, cfg, st, out):
         any_live = False
         issued_any = False
         for sp in range(P):
+            # A sub-partition whose warps all read their waits back at its last look, none
+            # due yet, and none of which changed since, would come to the same again.
+            if st.sp_clean[sp] and st.best_t[sp] > now:
+                st.n_iss[sp] = 0
+                any_live = any_live or st.sp_live[sp]
+                continue
             next_block, finish, live, issued = _schedule(sp, now, next_block, finish, rows,
                                                          ops, cfg, st, out)
+            st.sp_live[sp] = live
+            st.sp_clean[sp] = not issued
             any_live = any_live or live
             issued_any = issued_any or issued
         if not any_live:
