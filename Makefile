@@ -2,6 +2,9 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PYTEST_ARGS ?=
+# The suite runs in this many processes (pytest-xdist), each test file in one of them so
+# that a file's fixtures are built once: the machine's cores, at most 4.
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaffinity(0))))")
 
 .PHONY: install test demo bench tracer clean
 
@@ -9,7 +12,7 @@ install:
 	$(PIP) install -q -e '.[test]'
 
 test:
-	$(PYTHON) -m pytest -q $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 demo:
 	$(PYTHON) -m simfront demo --out out/demo

@@ -12,6 +12,7 @@ import argparse
 
 import numpy as np
 
+from bench_heldout import held_out_sets  # bench/bench_heldout.py, beside this script
 from results_md import update_section  # bench/results_md.py, beside this script
 
 from simfront.analysis.ablation import compare, render_markdown, vector_bound
@@ -25,7 +26,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-write", action="store_true", help="print, don't update RESULTS.md")
     args = ap.parse_args()
-    sets = sorted(p.parent.parent.name for p in TRACES.glob("*/ablation/base"))
+    shipped = sorted(p.parent.parent.name for p in TRACES.glob("*/ablation/base"))
+    held = set(held_out_sets())
+    # accuracy on held-out sets only; a fit set's ablation is development data, shown apart
+    sets = [s for s in shipped if s in held]
+    fit_sets = [s for s in shipped if s not in held]
     fits = [compare(TRACES / s) for s in sets]
     errs = np.concatenate([f.rows.error.to_numpy() for f in fits])
     within = int(np.sum(np.abs(errs) <= 0.05))
@@ -35,7 +40,8 @@ def main() -> None:
         "Measured with `bash bench/device/ablate.sh \"ho-m2-d1024 ho-m2-d512\"` and "
         "`\"ho-m2-d512 ho-hybrid\"` (two calls on one warm H100), and `\"h200-ho-m2-d1024\"`, "
         "`\"h200-ho-hybrid\"` (two calls on one warm H200, 226 and 269 s; the sets "
-        "`h200-*`, whose model runs on the `h200` description): per held-out set, the "
+        "`h200-*`, whose model runs on the `h200` description), and the fit set "
+        "`\"mamba2_lm-hd128\"` (H100, 303 s): per set, the "
         "kernels' autotuned configs read from `TRITON_PRINT_AUTOTUNING`, then for each "
         "variant (`simfront workloads ablate`: `base` pinned, `exp2` a second exp per "
         "element, `noexp` no exp and no min) a CUPTI timeline of the whole step on all SMs "
@@ -53,6 +59,11 @@ def main() -> None:
         "|---|---|---|---|"]
     lines += [f"| {s} | {b['ablated_share']:.1%} | {b['saved_us']:.0f} us | "
               f"{b['step_speedup']:.4f}x |" for s, b in bounds]
+    if fit_sets:
+        dev = [compare(TRACES / s) for s in fit_sets]
+        lines += ["", "Fit sets' ablations (development data, not accuracy: "
+                  + ", ".join(f"`{s}`" for s in fit_sets) + "; `ablate.sh` on an H100):", "",
+                  render_markdown(dev)]
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_write:

@@ -242,6 +242,37 @@ def test_a_persistent_gemm_on_fewer_sms_follows_its_work_not_its_blocks():
     assert ratios[64] < 0.8 * 3
 
 
+def test_cudnn_flash_attention_on_fewer_sms_follows_its_workers_as_the_gpu_did():
+    """cuDNN's sm90 flash attention launches 132 workers that take tiles with an atomic
+    (the fit step hybrid_lm-paper). On 64 SMs the H100 took 1.78x its whole-GPU time (its
+    green-context timeline), not the 3 waves of 132 blocks: the model shares the tiles out
+    over the workers left, within 20% of the hardware (a tail it does not see remains)."""
+    from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
+    from simfront.gpu import load_gpu
+    from simfront.gpu.variants import with_variants
+    from simfront.core.paths import repo_dir
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import KernelTrace
+
+    d = repo_dir("traces") / "hybrid_lm-paper"
+    k = KernelTrace(d / "kernel-236770.traceg.xz")
+    assert k.header.name.startswith("cudnn_generated_fort_native_sdpa_sm90_flash_fprop")
+    assert tuple(k.header.grid) == (132, 1, 1)
+    tr = trace_launches(d)
+    row = int(tr.index[tr.file == k.path.name][0])
+    hw = {}
+    for label in ("h100-all", "h100-sms64"):
+        tl, _ = read_timeline(d, label)
+        hw[label] = float(tl.time_us.iat[pair_timeline(tr, tl).tl.iat[row]])
+    h100 = load_gpu("h100")
+    full = simulate_kernel(k, h100, cache=False)
+    half = simulate_kernel(k, with_variants(h100, sm_count=64), cache=False)
+    assert full["sim_persistent"] and full["sim_schedule"] == "dynamic"
+    model, measured = half["time_us"] / full["time_us"], hw["h100-sms64"] / hw["h100-all"]
+    assert measured < 2.0
+    assert measured * 0.95 < model < measured * 1.2, (model, measured)
+
+
 def test_triton_ssd_kernels_are_not_persistent():
     """Triton SSD kernels of the same set keep one block per slot and their waves: the
     fixed-work _chunk_state_fwd (768 blocks, 3 per SM: 2 waves on 132 SMs, 4 on 64) and the

@@ -155,9 +155,13 @@ class StoreParams:
 @dataclass(frozen=True)
 class GridParams:
     #: Kernel-name prefixes of persistent grids, whose blocks are workers that take tiles:
-    #: cuBLAS's sm90 GEMMs launch at most one block per SM (grid 132 on the H100) whatever
-    #: the problem size; the trace tells how they hand out tiles (``tiles``).
-    persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",)
+    #: cuBLAS's sm90 GEMMs and cuDNN's sm90 flash attention (forward and backward) launch at
+    #: most one block per SM (grid 132 on the H100) whatever the problem size; the trace
+    #: tells how they hand out tiles (``tiles``). cuDNN's were seen as such on the fit step
+    #: ``hybrid_lm-paper`` (green contexts: 1.26-1.27 / 1.78-1.79 / 3.34-3.38x their time
+    #: on 96 / 64 / 32 SMs, where blocks of a grid of 132 would take 2 / 3 / 5 waves).
+    persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",
+                                           "cudnn_generated_fort_native_sdpa_sm90_flash_")
 
 
 @dataclass(frozen=True)

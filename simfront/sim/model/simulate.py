@@ -576,7 +576,8 @@ def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
 def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:
     """Whether a kernel is a persistent grid, whose blocks are workers that take tiles: a
     library family known to launch at most one worker per SM (the cuBLAS sm90 ``nvjet_*``
-    GEMMs). How it hands out its tiles, the trace tells (``tiles``). A census that differs
+    GEMMs, cuDNN's sm90 flash attention: ``grid.persistent_kernels``). How it hands out
+    its tiles, the trace tells (``tiles``). A census that differs
     from N/T times the traced work does not tell it is persistent: the triangular Triton SSD
     kernels' blocks do unequal work with a fixed schedule."""
     return name.startswith(params.grid.persistent_kernels)
