@@ -4,20 +4,29 @@
 # its WarpStateStats and MemoryWorkloadAnalysis sections (warp stall reasons, L1/L2 sectors
 # by operation, L2 and shared-memory throughput) over those launches of the windowed
 # iteration, the window on N SMs of a green context (`simfront profile --sms N`).
-#   bash bench/device/ssd_stalls.sh ["all 64 32"]
-# Carry .carry/wheels (mamba_ssm). Writes $OUT/ssd_stalls.tgz after every run.
+#   bash bench/device/ssd_stalls.sh ["all 64 32"] [SET]
+# SET: a Mamba2 step of traces/corpus.yaml (held_out or seen) instead of the paper step;
+# the results then go to ssd_stalls_SET.
+# Carry .carry/wheels (mamba_ssm). Writes $OUT/ssd_stalls[_SET].tgz after every run.
 set -u
 export PYTHONUNBUFFERED=1 TRITON_CACHE_AUTOTUNING=1
-R=$PWD; T=${TMPDIR:-/tmp}; W=$T/ssd_stalls; mkdir -p $W
-python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/*.whl > $T/pip.txt 2>&1
+SET=${2:-}; NAME=ssd_stalls${SET:+_$SET}
+R=$PWD; T=${TMPDIR:-/tmp}; W=$T/$NAME; mkdir -p $W
+python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/*.whl \
+  $(ls .carry/deps/*.whl 2>/dev/null) > $T/pip.txt 2>&1
 export PYTHONPATH=$T/site:$R
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv > $W/gpu.csv
-pack() { tar czf $OUT/ssd_stalls.tgz -C $T ssd_stalls; }
+pack() { tar czf $OUT/$NAME.tgz -C $T $NAME; }
 for sms in ${1:-all 64 32}; do
   t0=$(date +%s); n=$sms; [ "$sms" = all ] && n=None
   python3 -c "
+import sys
+sys.path.insert(0, 'bench/device')
+from corpus_args import step_args
 from simfront.capture.driver import Step, profile
-r = profile(Step('mamba2_lm', 'paper', 2, 1, sms=$n), '$W/ncu_$sms', metrics='time',
+a = step_args('$SET') if '$SET' else ['mamba2_lm']
+sets = tuple(v for k, v in zip(a, a[1:]) if k == '--set')
+r = profile(Step(a[0], 'paper', 2, 1, overrides=sets, sms=$n), '$W/ncu_$sms', metrics='time',
             timeout=${TO:-240}, extra_args=('--section', 'WarpStateStats', '--section',
             'MemoryWorkloadAnalysis', '--section', 'MemoryWorkloadAnalysis_Tables',
             '--kernel-name', 'regex:^_(chunk|bmm|state)'))
