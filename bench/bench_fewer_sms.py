@@ -26,6 +26,8 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from results_md import update_section  # noqa: E402  (bench/results_md.py)
@@ -203,6 +205,28 @@ def cast_section() -> str:
     return "\n".join(out) + "\n"
 
 
+def opcode_waits(kernel: str) -> pd.DataFrame:
+    """ncu's per-instruction stall samples of ``kernel`` (bench_ssd_source's data) summed by
+    opcode (the instruction that waits): wait, short and long scoreboard samples per issued
+    sample, and the opcode's share of the issued samples; most waited first."""
+    from bench_ssd_source import ncu_sections  # bench/bench_ssd_source.py, beside this one
+
+    df = ncu_sections()[kernel].copy()
+    words = df["Source"].astype(str).str.split()
+    df["opcode"] = [(w[1] if w and w[0].startswith("@") else (w[0] if w else "")).split(".")[0]
+                    for w in words]
+    cols = {"stall_selected": "issued", "stall_wait": "wait", "stall_short_sb": "short_sb",
+            "stall_long_sb": "long_sb"}
+    for c in cols:
+        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0)
+    g = df.groupby("opcode")[list(cols)].sum().rename(columns=cols)
+    g = g[g.issued > 0]
+    out = g[["wait", "short_sb", "long_sb"]].div(g.issued, axis=0)
+    out["share"] = g.issued / g.issued.sum()
+    order = (g.wait + g.short_sb).sort_values(ascending=False).index
+    return out.loc[order]
+
+
 def ssd_section() -> str:
     """The fit step with heads and chunks of 128: each SSD kernel's first launch, hardware
     and model ratios, and instructions a clock per SM (ncu's on 132 SMs; the model's)."""
@@ -275,6 +299,16 @@ def ssd_section() -> str:
                for c in ("all", "sms32")]
         out.append(f"| {name} | {hw_gap[0]:.1f} / {hw_gap[1]:.1f} | {fixed[0]:.1f} / "
                    f"{fixed[1]:.1f} | {gap[0]:.1f} / {gap[1]:.1f} |")
+    out += ["", "Where those waits fall, by instruction: ncu's per-instruction stall samples "
+            "of `_chunk_scan_fwd` on the fit step `mamba2_lm-paper` "
+            "(`bench/data/device/ssd_source/`, *What the SSD kernels' copies read*), summed "
+            "by opcode, the instructions that waited most, as samples per issued one:", "",
+            "| opcode | share of issues | wait | short scoreboard | long scoreboard |",
+            "|---|---|---|---|---|"]
+    by_op = opcode_waits("_chunk_scan_fwd_kernel")
+    for op, r in by_op.head(8).iterrows():
+        out.append(f"| `{op}` | {r.share:.1%} | {r.wait:.2f} | {r.short_sb:.2f} | "
+                   f"{r.long_sb:.2f} |")
     hw_gain = f"{min(g[0] for g in gains):.2f}-{max(g[0] for g in gains):.2f}x"
     model_gain = f"{min(g[1] for g in gains):.2f}-{max(g[1] for g in gains):.2f}x"
     out += ["", f"On 32 SMs the hardware's SM issues {hw_gain} as fast as on 132 (where ncu "
@@ -283,7 +317,11 @@ def ssd_section() -> str:
             "fewer SMs and fast against the hardware. The hardware's warps stay about as "
             "far apart on 32 SMs as on 132, much of the gap fixed-latency waits and the "
             "MIO's short scoreboard, which no SM count changes; the model's close up as its "
-            "L2 and DRAM waits go (docs/model.md, *Accuracy*)."]
+            "L2 and DRAM waits go (docs/model.md, *Accuracy*). Most of the hardware's "
+            "fixed-latency waits fall on the FP32 multiplies, the MMAs and the selects, and "
+            "its short-scoreboard waits on the multiplies that take the exponentials' "
+            "results; the trace names no predicate register, so a select's or a guarded "
+            "instruction's wait for the compare before it is one the model cannot see."]
     return "\n".join(out) + "\n"
 
 
