@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 import time
 
+from bench_heldout import held_out_sets  # bench/bench_heldout.py, beside this script
 from results_md import update_section  # bench/results_md.py, beside this script
 
 from simfront.analysis.whatif import (DEFAULT_L2, WHATIF_DIR, available_conditions, compare,
@@ -37,10 +38,14 @@ SECTION = "## What-ifs against hardware (bench/bench_whatif.py)"
 
 
 def whatif_sets(wanted: list[str]) -> list:
+    """The fit sets with hardware what-ifs: held-out sets are judged apart
+    (bench/bench_heldout.py), never in this development panel."""
     root = repo_dir("traces")
+    held = set(held_out_sets())
     return [d for d in sorted(root.iterdir())
             if (d / "kernelslist.g").is_file() and (d / WHATIF_DIR).is_dir()
-            and available_conditions(d) and (not wanted or d.name in wanted)]
+            and d.name not in held and available_conditions(d)
+            and (not wanted or d.name in wanted)]
 
 
 def targets(results) -> list[str]:
