@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from simfront.core.atomic import file_mode
+from simfront.core.disk_cache import max_bytes, trim
 from simfront.gpu import GPU
 from simfront.sim.backend import SimJob, get_backend
 from simfront.sweep import inputs
@@ -155,6 +156,7 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
                                               "state": "running", "host": host, "pid": pid,
                                               "started_at": started})
         result = _execute(spec, d)
+        _trim_model_cache()
         finished = time.time()
         _log_run(Path(sweep_dir), job_id, attempt, host, pid, started, finished, result["ok"])
         result.update(job_id=job_id, attempt=attempt, host=host, pid=pid, started_at=started,
@@ -162,6 +164,16 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
                       exit_code=0 if result["ok"] else 1)
         write_result(d / "result.json", result)
         return _summary(result, reused=False)
+
+
+def _trim_model_cache() -> None:
+    """The model's prepared kernels on disk held under ``SIMFRONT_CACHE_MAX_GB`` after each
+    job: a many-configuration sweep otherwise fills the disk its results go to."""
+    from simfront.sim.model.api import prepared_cache_dir
+
+    where = prepared_cache_dir()
+    if where is not None:
+        trim(where, max_bytes())
 
 
 def _log_run(sweep_dir: Path, job_id: str, attempt: int, host: str, pid: int, started: float,
