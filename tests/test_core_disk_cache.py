@@ -1,5 +1,5 @@
 """The model's disk cache stays under its limit: the least recently written files go first,
-and a sweep's worker trims it after every job."""
+and a sweep's worker trims it before every model job."""
 
 from __future__ import annotations
 
@@ -48,6 +48,6 @@ def test_a_sweep_job_leaves_the_prepared_cache_under_its_limit(tmp_path, monkeyp
     old = _fill(cache / "prepared", [2000, 2000, 2000])
     s = Sweep.open(write_sweep(tmp_path, "trim", backends="model"))
     s.run(progress=False)
-    kept = list((cache / "prepared").glob("*.pkl"))
-    assert sum(p.stat().st_size for p in kept) <= 3000
-    assert not any(p.exists() for p in old[:2])
+    # trimmed before the job: the two oldest went, the job's own kernels were written after
+    assert not any(p.exists() for p in old[:2]) and old[2].exists()
+    assert list((cache / "prepared").glob("*.pkl")) != [old[2]]

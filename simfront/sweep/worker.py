@@ -155,8 +155,9 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
         write_json_atomic(d / "status.json", {"job_id": job_id, "attempt": attempt,
                                               "state": "running", "host": host, "pid": pid,
                                               "started_at": started})
+        if spec.backend == "model":
+            _trim_model_cache()
         result = _execute(spec, d)
-        _trim_model_cache()
         finished = time.time()
         _log_run(Path(sweep_dir), job_id, attempt, host, pid, started, finished, result["ok"])
         result.update(job_id=job_id, attempt=attempt, host=host, pid=pid, started_at=started,
@@ -167,8 +168,10 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
 
 
 def _trim_model_cache() -> None:
-    """The model's prepared kernels on disk held under ``SIMFRONT_CACHE_MAX_GB`` after each
-    job: a many-configuration sweep otherwise fills the disk its results go to."""
+    """The model's prepared kernels on disk held under ``SIMFRONT_CACHE_MAX_GB`` before each
+    model job (so the cache exceeds it by one job's at most): a many-configuration sweep
+    otherwise fills the disk its results go to. Before, not after: nothing may come between
+    a backend's work and its result being written, where a stop would make it run twice."""
     from simfront.sim.model.api import prepared_cache_dir
 
     where = prepared_cache_dir()
