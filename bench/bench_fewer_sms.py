@@ -32,12 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from results_md import update_section  # noqa: E402  (bench/results_md.py)
 
-from simfront.analysis.whatif import (condition, pair_timeline, read_timeline,  # noqa: E402
-                                      trace_launches)
+from simfront.analysis.whatif import (condition, launch_facts, pair_timeline,  # noqa: E402
+                                      read_timeline, trace_launches)
 from simfront.core.ncu import read_ncu_csv  # noqa: E402
 from simfront.sim.model.api import simulate_kernel  # noqa: E402
 from simfront.sim.model.params import DEFAULT_PARAMS  # noqa: E402
-from simfront.sim.model.validation import pair_launches, read_ncu  # noqa: E402
 from simfront.traces.reader import TraceSet  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +46,7 @@ CONDITIONS = ("all", "sms96", "sms64", "sms32")
 ATTENTION_SET = "hybrid_lm-paper"
 ATTENTION = "cudnn_generated_fort_native_sdpa_sm90_flash_"
 CAST_SET = "mamba2_lm-paper-box"
-#: the fit step's logits cast (grid 804,480: 8192 x 50280 elements, 512 a block)
+#: the fit step's logits cast (8192 x 50280 elements, 512 a block)
 CAST_KERNEL = "kernel-222893.traceg.xz"
 SSD_SET = "mamba2_lm-hd128"
 SSD_KERNELS = ("_chunk_scan_fwd", "_chunk_state_fwd", "_chunk_scan_chunk_state_bwd_dx",
@@ -79,11 +78,7 @@ def model_times(trace_dir: Path, files: list[str], params=DEFAULT_PARAMS,
                 records: bool = False) -> dict:
     """The model's time (us) of each named launch on every condition's GPU (``records``:
     its whole record)."""
-    ncu = sorted(trace_dir.glob("ncu.csv*"))
-    launches = {}
-    if ncu:
-        pairs, _ = pair_launches(trace_dir, read_ncu(ncu[0]))
-        launches = {p.kernel.path.name: p.launch for p in pairs}
+    launches = launch_facts(trace_dir)
     gpus = {c: condition(f"h100-{c}").model_gpu() for c in CONDITIONS}
     out = {}
     for k in TraceSet(trace_dir).kernels():
@@ -148,8 +143,8 @@ def persistent_section() -> str:
     return "\n".join(out) + "\n"
 
 
-def per_block(times: dict[str, float], cond: str, grid: int = 804_480) -> float:
-    """Clocks an SM spends a block of the cast, at the H100's 1980 MHz."""
+def per_block(times: dict[str, float], cond: str, grid: int) -> float:
+    """Clocks an SM spends a block of a ``grid``-block kernel, at the H100's 1980 MHz."""
     sms = 132 if cond == "all" else int(cond[3:])
     return times[cond] * 1980 / (grid / sms)
 
@@ -161,6 +156,8 @@ def cast_section() -> str:
         rows.setdefault(r["op"], {})[{132: "all"}.get(r["sms"], f"sms{r['sms']}")] = r
     d = TRACES / CAST_SET
     hw = hardware_ratios(d, [CAST_KERNEL])[CAST_KERNEL]
+    grid = next(k.header.grid for k in TraceSet(d).kernels() if k.path.name == CAST_KERNEL)
+    blocks = grid[0] * grid[1] * grid[2]
     model = model_times(d, [CAST_KERNEL])[CAST_KERNEL]
     light = model_times(d, [CAST_KERNEL], dataclasses.replace(
         DEFAULT_PARAMS, dram=dataclasses.replace(DEFAULT_PARAMS.dram,
@@ -199,8 +196,8 @@ def cast_section() -> str:
             f"Its SM is also faster than the hardware's where the DRAM is least loaded: on "
             f"32 SMs {model['sms32'] / hw['sms32']:.2f} of the hardware's time, so a "
             "lighter write weight alone does not fit either (last row): what holds the "
-            f"hardware's SM at {per_block(hw, 'all'):.0f} clocks a 512-element block on 132 "
-            f"SMs and {per_block(hw, 'sms32'):.0f} on 32 (at 1980 MHz) is not modelled. Not "
+            f"hardware's SM at {per_block(hw, 'all', blocks):.0f} clocks a 512-element block on 132 "
+            f"SMs and {per_block(hw, 'sms32', blocks):.0f} on 32 (at 1980 MHz) is not modelled. Not "
             "changed."]
     return "\n".join(out) + "\n"
 
@@ -231,11 +228,12 @@ def ssd_section() -> str:
     """The fit step with heads and chunks of 128: each SSD kernel's first launch, hardware
     and model ratios, and instructions a clock per SM (ncu's on 132 SMs; the model's)."""
     d = TRACES / SSD_SET
-    first = {}
+    first, headers = {}, {}
     for k in TraceSet(d).kernels():
         for name in SSD_KERNELS:
             if k.header.name.startswith(name + "_kernel") and name not in first:
                 first[name] = k.path.name
+                headers[k.path.name] = k.header
     files = list(first.values())
     hw = hardware_ratios(d, files)
     model = model_times(d, files, records=True)
@@ -253,8 +251,7 @@ def ssd_section() -> str:
            "| kernel | hardware | model | model/hw time, 132 / 32 SMs | IPC hardware, "
            "132 / 32 | IPC model, 132 / 32 |", "|---|---|---|---|---|---|"]
     # the launch ncu profiled, if Triton tuned it as in the traced run (grid, registers)
-    shapes = {k.path.name: (tuple(k.header.grid), k.header.nregs)
-              for k in TraceSet(d).kernels() if k.path.name in files}
+    shapes = {f: (tuple(h.grid), h.nregs) for f, h in headers.items()}
     gains = []
     for name, f in first.items():
         rows = prof[prof.kernel_name.str.startswith(name + "_kernel")]
@@ -284,8 +281,7 @@ def ssd_section() -> str:
             "| kernel | hardware, 132 / 32 SMs | of them wait + short scoreboard | "
             "model, 132 / 32 SMs |", "|---|---|---|---|"]
     stalls = {c: read_ncu_csv(SSD_STALLS / f"ncu_{SSD_SET}_{c}.csv.xz") for c in ("all", "32")}
-    warps = {k.path.name: k.header.block[0] * k.header.block[1] * k.header.block[2] // 32
-             for k in TraceSet(d).kernels() if k.path.name in files}
+    warps = {f: h.block[0] * h.block[1] * h.block[2] // 32 for f, h in headers.items()}
     for name, f in first.items():
         hw_gap, fixed = [], []
         for c in ("all", "32"):

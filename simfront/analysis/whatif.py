@@ -347,9 +347,10 @@ MAX_ATTEMPTS = 1
 IN_PROCESS = "whatif"
 
 
-def _launches(trace_dir: Path) -> dict[str, dict]:
+def launch_facts(trace_dir: str | Path) -> dict[str, dict]:
     """Registers and shared memory per trace file from the set's ``ncu.csv`` where it has
     one (as in bench_model); none without."""
+    trace_dir = Path(trace_dir)
     ncu = sorted(trace_dir.glob("ncu.csv*")) or sorted(trace_dir.glob("*.ncu.csv*"))
     if not ncu:
         return {}
@@ -369,7 +370,7 @@ def model_job(trace_dir: str | Path, gpu: GPU, l2: str = "cold") -> JobSpec:
     trace_dir = Path(trace_dir).resolve()
     chash = config_hash(gpu)
     version = f"{MODEL_VERSION}+{model_source_hash()[:12]}"
-    options = {"l2": l2, "launches": _launches(trace_dir)}
+    options = {"l2": l2, "launches": launch_facts(trace_dir)}
     tset = trace_set_hash(trace_dir)
     return JobSpec(
         job_id=job_id_for(tset, None, chash, "model", version, options),
