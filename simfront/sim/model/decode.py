@@ -37,6 +37,16 @@ K_PREFETCH = 13
 K_ASYNC_COMMIT = 14    # LDGDEPBAR: closes the warp's open group of LDGSTS copies
 K_ASYNC_WAIT = 15      # DEPBAR.LE SB0, N: waits for all but the newest N groups
 
+# What an instruction does with the predicate registers (``OpTable.pred``, bit flags). The
+# trace names general registers only (an ISETP has no destination there), so these come
+# from the opcode: the compares write a predicate; SEL, FSEL and PLOP3 read one as an
+# operand; a branch reads its guard and an LDGSTS its zero-fill predicate, as late as a
+# guard is read. A row all of whose lanes its guard turned off (mask 0 in the trace) reads
+# a guard too (``simulate``: the rows' ``guard``).
+PRED_WRITE = 1
+PRED_OPERAND = 2
+PRED_GUARD = 4
+
 KIND_NAMES = {K_ALU: "alu", K_LOAD_GLOBAL: "load_global", K_STORE_GLOBAL: "store_global",
               K_LOAD_SHARED: "load_shared", K_STORE_SHARED: "store_shared",
               K_LOAD_CONST: "load_const", K_ATOMIC: "atomic", K_REDUCTION: "reduction",
@@ -86,6 +96,17 @@ def _kind(oc) -> int:
     return K_LOAD_GLOBAL
 
 
+def _predicate_use(oc) -> int:
+    base = oc.base
+    if (base.rstrip("2").endswith("SETP") and not base.startswith("U")) or base in ("PLOP3", "FCHK"):
+        return PRED_WRITE | (PRED_OPERAND if base == "PLOP3" else 0)
+    if base in ("SEL", "FSEL"):
+        return PRED_OPERAND
+    if base in ("BRA", "LDGSTS"):
+        return PRED_GUARD
+    return 0
+
+
 @dataclass(frozen=True)
 class OpTable:
     """Per-opcode arrays, indexed like ``InstructionChunk.opcodes``."""
@@ -97,6 +118,7 @@ class OpTable:
     dst_span: np.ndarray    # int8, registers written from the listed destination on
     flops_lane: np.ndarray  # float64, thread FLOPs per active lane
     flops_warp: np.ndarray  # float64, FLOPs per warp instruction (tensor)
+    pred: np.ndarray        # int8, PRED_* flags
     opcodes: tuple[str, ...] = ()
 
 
@@ -137,6 +159,7 @@ def build_optable(opcodes: list[str], gpu) -> OpTable:
     span = np.ones(n, np.int8)
     fl = np.zeros(n, np.float64)
     fw = np.zeros(n, np.float64)
+    pred = np.zeros(n, np.int8)
     hmma_flops = 2.0 * sm.tensor.HMMA_FMAS
     for i, op in enumerate(opcodes):
         oc = classify(op)
@@ -147,6 +170,7 @@ def build_optable(opcodes: list[str], gpu) -> OpTable:
         initiation[i] = ii[p] * oc.initiation_factor
         fl[i] = oc.flops_per_lane
         fw[i] = oc.flops_per_warp
+        pred[i] = _predicate_use(oc)
         if oc.category == "tensor":
             # Clocks from the instruction's FMAs at the description's rate for its input
             # type (bf16 where the description has none): the peak for a warpgroup MMA,
@@ -161,7 +185,7 @@ def build_optable(opcodes: list[str], gpu) -> OpTable:
         elif oc.base in ("DADD", "DMUL", "DFMA", "DMNMX") or ".WIDE" in op or op.endswith(".64"):
             span[i] = 2
         # SFU: MUFU's latency is the sfu pipe's; conversions on the XU likewise.
-    return OpTable(pipe, kind, latency, initiation, span, fl, fw, tuple(opcodes))
+    return OpTable(pipe, kind, latency, initiation, span, fl, fw, pred, tuple(opcodes))
 
 
 def _tensor_dtype(dtype: str | None) -> str:

@@ -26,7 +26,8 @@ from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_ATOMIC_SHARED,
                                        K_BARRIER, K_FENCE, K_LOAD_CONST,
                                        K_ASYNC_COMMIT, K_ASYNC_WAIT,
                                        K_LOAD_GLOBAL, K_LOAD_SHARED, K_PREFETCH, K_REDUCTION,
-                                       K_STORE_GLOBAL, K_STORE_SHARED)
+                                       K_STORE_GLOBAL, K_STORE_SHARED,
+                                       PRED_GUARD, PRED_OPERAND, PRED_WRITE)
 
 # Reasons a sub-partition clock is charged to (index into the stall counters).
 R_SELECTED = 0        # issued an instruction
@@ -44,6 +45,14 @@ REASONS = ("selected", "idle", "dependency", "memory_latency", "dram_bandwidth",
            "l2_bandwidth", "pipe_throughput", "sync", "lsu_throughput", "instruction_fetch")
 
 _INF = np.int64(1) << 60
+
+# The scoreboard's columns past the trace's registers (R0..R254; 255 is RZ): when the warp's
+# last predicate write can be read as an operand (SEL), and as a guard (``@P``), which
+# Hopper reads later (bench/device/dep_latency.cu). The trace names no predicate register,
+# so a warp's predicates are one: a reader waits for the warp's last compare.
+_PRED_OPERAND_REG = 256
+_PRED_GUARD_REG = 257
+N_SCOREBOARD = 258
 
 # Warp states
 _EMPTY = 0
@@ -83,17 +92,23 @@ class SmRows(NamedTuple):
     #: a cp.async wait's N (the newest groups it leaves in flight); -1 where the trace
     #: does not say (tracers before version 5)
     imm: np.ndarray
+    #: the row's guard predicate turned all its lanes off (the trace's mask is 0): it
+    #: waits for its guard like any guarded instruction
+    guard: np.ndarray
 
 
 class OpTiming(NamedTuple):
     """Per opcode (``decode.OpTable``): pipe, kind, latency, initiation interval, registers
-    a destination spans; per pipe: units a sub-partition has."""
+    a destination spans, predicate use (``decode.PRED_*``), clocks after its issue an
+    instruction reads its sources (0: at issue); per pipe: units a sub-partition has."""
 
     pipe: np.ndarray
     kind: np.ndarray
     latency: np.ndarray
     initiation: np.ndarray
     span: np.ndarray
+    pred: np.ndarray
+    src_read: np.ndarray
     pipe_units: np.ndarray
 
 
@@ -124,6 +139,7 @@ class SmConfig(NamedTuple):
     lat_const: int
     lat_barrier: int
     lat_store_load: int
+    lat_pred_guard: int
     block_start: int
     l1_sectors_per_clk: float
     store_sectors_per_clk: float
@@ -169,6 +185,7 @@ class SmState(NamedTuple):
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
+    reg_read: np.ndarray
     state: np.ndarray
     ptr: np.ndarray
     end: np.ndarray
@@ -224,7 +241,8 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
     n_lines = max(1, int((rows.pc >> cfg.icache_line_shift).max()) + 1 if rows.pc.size else 1)
     max_units = max(1, int(ops.pipe_units.max()))
     return SmState(
-        reg_ready=np.zeros((S, 256), np.int64), reg_cause=np.zeros((S, 256), np.int8),
+        reg_ready=np.zeros((S, N_SCOREBOARD), np.int64),
+        reg_cause=np.zeros((S, N_SCOREBOARD), np.int8), reg_read=np.zeros((S, 256), np.int64),
         state=np.zeros(S, np.int8), ptr=np.zeros(S, np.int64), end=np.zeros(S, np.int64),
         wstart=np.zeros(S, np.int64), born=np.zeros(S, np.int64),
         mem_out=np.zeros(S, np.int64), async_out=np.zeros(S, np.int64),
@@ -263,8 +281,10 @@ def _start_block(r, blk, t, rows, cfg, st):
         st.end[s] = b
         st.wstart[s] = t + cfg.block_start
         st.born[s] = t
-        for q in range(256):
+        for q in range(N_SCOREBOARD):
             st.reg_ready[s, q] = 0
+        for q in range(256):
+            st.reg_read[s, q] = 0
         st.mem_out[s] = 0
         st.dep_ok[s] = False
         st.wait_ok[s] = False
@@ -318,8 +338,23 @@ def _dep_wait(s, i, rows, ops, cfg, st):
     (``st.dep_line``, ``st.dep_pipe``): they hold until the warp issues."""
     t_dep, cause = _latest_register(s, rows.src[i], rows.nsrc[i], np.int64(0),
                                     np.int64(R_DEPENDENCY), st)
-    # destinations too: a write waits for an older write of the same register
+    # destinations too: a write waits for an older write of the same register, and for an
+    # older instruction that reads it late (a MUFU's source) to have read it
     t_dep, cause = _latest_register(s, rows.dst[i], rows.ndst[i], t_dep, cause, st)
+    for j in range(rows.ndst[i]):
+        rg = rows.dst[i, j]
+        if rg >= 0 and rg < 255 and st.reg_read[s, rg] > t_dep:
+            t_dep = st.reg_read[s, rg]
+            cause = np.int64(R_DEPENDENCY)
+    pred = ops.pred[rows.op[i]]
+    q = -1
+    if rows.guard[i] or pred & PRED_GUARD:
+        q = _PRED_GUARD_REG
+    elif pred & PRED_OPERAND:
+        q = _PRED_OPERAND_REG
+    if q >= 0 and st.reg_ready[s, q] > t_dep:
+        t_dep = st.reg_ready[s, q]
+        cause = np.int64(R_DEPENDENCY)
     k = ops.kind[rows.op[i]]
     if k == K_ASYNC_WAIT and rows.imm[i] >= 0 and st.grp_n[s] > 0:
         t_grp, c_grp = _async_wait(s, rows.imm[i], st)
@@ -511,6 +546,17 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
                 if rg + q < 255:
                     reg_ready[s, rg + q] = ready
                     reg_cause[s, rg + q] = rcause
+    hold = ops.src_read[o]
+    if hold > 0:
+        for j in range(rows.nsrc[i]):
+            rg = rows.src[i, j]
+            if rg >= 0 and rg < 255:
+                st.reg_read[s, rg] = now + hold
+    if ops.pred[o] & PRED_WRITE:
+        reg_ready[s, _PRED_OPERAND_REG] = ready
+        reg_ready[s, _PRED_GUARD_REG] = now + cfg.lat_pred_guard
+        reg_cause[s, _PRED_OPERAND_REG] = R_DEPENDENCY
+        reg_cause[s, _PRED_GUARD_REG] = R_DEPENDENCY
     return ready
 
 

@@ -35,6 +35,20 @@ class LaunchParams:
 class IssueParams:
     #: Clocks from the last warp's arrival at a barrier to the warps' next issue.
     barrier_latency: int = 20
+    #: Clocks from a compare's issue to the issue of an instruction its predicate guards
+    #: (``@P0 FMUL``), or of a branch or an LDGSTS that reads it; SEL and FSEL read it
+    #: at the compare's own latency. Measured on the H100 by chains of one warp
+    #: (bench/device/dep_latency.cu): FSETP then ``@P FMUL`` 18.1 clocks a link, ISETP then
+    #: ``@P IMAD`` 18.1, less the FMUL's and IMAD's 4.1; FSETP then FSEL 8.1 (4 + 4).
+    predicate_guard_latency: int = 14
+    #: Clocks after a MUFU's issue that it reads its source register: an instruction that
+    #: overwrites that register waits till then (the write after read the short scoreboard
+    #: guards). From ncu's per-instruction samples of ``_chunk_scan_fwd`` on the fit step
+    #: ``mamba2_lm-paper`` (bench/data/device/ssd_source/): the FMULs that overwrite the
+    #: source of the MUFU.EX2 just before them wait 12.1 short-scoreboard clocks per issue
+    #: (109 samples over 9 issues, four of them); ptxas renames the registers of a
+    #: one-warp chain, so dep_latency.cu cannot make that hazard.
+    sfu_source_read: int = 12
     #: Load-to-use of a constant-cache hit, in L1 hit latencies.
     const_latency_l1: float = 1.0
     #: Instruction cache line (log2 bytes) and the lines a miss prefetches after it.

@@ -432,7 +432,16 @@ class _TracePass:
                        sectors=out.sectors[idx], l2=out.l2[idx], dram=out.dram[idx],
                        waves=out.wave[idx], slots=slots[idx],
                        imm=chunk.imm[idx] if self.header.tracer_version >= 5
-                       else np.full(idx.shape[0], -1, np.int64))
+                       else np.full(idx.shape[0], -1, np.int64),
+                       guard=self._guarded(chunk.mask[idx], chunk.warp[idx]))
+
+    def _guarded(self, mask: np.ndarray, warp: np.ndarray) -> np.ndarray:
+        """Rows some of whose warp's lanes did not run: their guard turned them off (the
+        trace names no guard). Triton's and cuBLAS's code diverges by guards, not branches;
+        a divergent branch's rows count too, which costs them only a compare's wait."""
+        lanes = np.clip(self.header.threads_per_block - 32 * warp.astype(np.int64), 0, 32)
+        full = (np.int64(1) << lanes) - 1
+        return (mask.astype(np.int64) & full) != full
 
     def _to_grid(self, n_blocks_trace: int, grid_share) -> tuple[float, float]:
         """A sampled trace's counts scaled to the grid, in place; returns (sample scale,
@@ -478,7 +487,8 @@ class _TracePass:
                                ("width", np.int64, ()), ("level", np.int64, ()),
                                ("sectors", np.int64, ()), ("l2", np.int64, ()),
                                ("dram", np.int64, ()), ("waves", np.int64, ()),
-                               ("slots", np.int64, ()), ("imm", np.int64, ())):
+                               ("slots", np.int64, ()), ("imm", np.int64, ()),
+                               ("guard", np.bool_, ())):
             cols[name] = np.ascontiguousarray(self.timed.get(name, dt, tail)[order])
         if grid_share is not None:
             # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a
@@ -619,6 +629,7 @@ def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
         lat_l1=lat["l1"], lat_shared=lat["shared"], lat_l2=lat["l2"], lat_dram=lat["dram"],
         lat_const=int(round(lat["const"])), lat_barrier=int(params.issue.barrier_latency),
         lat_store_load=int(round(params.stores.load_ns * gpu.clocks.core.hz / 1e9)),
+        lat_pred_guard=int(params.issue.predicate_guard_latency),
         block_start=int(params.launch.block_start_cycles),
         l1_sectors_per_clk=float(sm.l1.l1_banks),
         store_sectors_per_clk=float(params.stores.sectors_per_clk),
@@ -644,7 +655,7 @@ class _Issuer:
                                cols["pc"], cols["op"], cols["ndst"], cols["dst"],
                                cols["nsrc"], cols["src"], cols["width"], cols["level"],
                                cols["sectors"], cols["slots"], cols["l2"], cols["dram"],
-                               cols["waves"], cols["imm"])
+                               cols["waves"], cols["imm"], cols["guard"])
         return self.rows
 
     def __call__(self, lat_dram: float) -> reuse.IssueRun:
@@ -689,7 +700,10 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     bw = bandwidths(gpu, params)
     ops = OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
                    table.latency.astype(np.int64), table.initiation.astype(np.int64),
-                   table.dst_span.astype(np.int64), units.astype(np.int64))
+                   table.dst_span.astype(np.int64), table.pred.astype(np.int64),
+                   np.where(table.pipe == PIPE_INDEX["sfu"],
+                            int(params.issue.sfu_source_read), 0).astype(np.int64),
+                   units.astype(np.int64))
     issue = _Issuer(prep, ops, _sm_config(prep, gpu, params, occ))
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
