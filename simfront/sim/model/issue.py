@@ -195,6 +195,7 @@ class SmState(NamedTuple):
     async_out: np.ndarray
     stores: np.ndarray
     slot_block: np.ndarray
+    slot_drain: np.ndarray
     live: np.ndarray
     arrived: np.ndarray
     last: np.ndarray
@@ -247,7 +248,8 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         wstart=np.zeros(S, np.int64), born=np.zeros(S, np.int64),
         mem_out=np.zeros(S, np.int64), async_out=np.zeros(S, np.int64),
         stores=np.zeros(S, np.int64),
-        slot_block=np.full(R, -1, np.int64), live=np.zeros(R, np.int64),
+        slot_block=np.full(R, -1, np.int64), slot_drain=np.zeros(R, np.int64),
+        live=np.zeros(R, np.int64),
         arrived=np.zeros(R, np.int64), last=np.full(P, -1, np.int64),
         sp_used=np.zeros(P, np.bool_), best_t=np.zeros(P, np.int64),
         best_r=np.zeros(P, np.int64), n_iss=np.zeros(P, np.int64),
@@ -303,6 +305,7 @@ def _start_block(r, blk, t, rows, cfg, st):
             st.last[sp] = -1
     st.live[r] = nl
     st.arrived[r] = 0
+    st.slot_drain[r] = 0
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
@@ -578,6 +581,9 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
         st.live[r] -= 1
         out.warp_cycles[0] += now + 1 - st.born[s]
         finish = max(finish, max(st.mem_out[s], st.async_out[s]))
+        # a warp's slot is free when its memory instructions have completed (its stores
+        # acknowledged): ncu's drain
+        st.slot_drain[r] = max(st.slot_drain[r], st.mem_out[s])
     if st.live[r] > 0 and st.arrived[r] >= st.live[r]:
         st.arrived[r] = 0
         for w in range(W):
@@ -591,7 +597,7 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
     if st.live[r] == 0:
         # The block is done: the block scheduler starts the next one here.
         if next_block < cfg.n_blocks:
-            _start_block(r, next_block, now + 1, rows, cfg, st)
+            _start_block(r, next_block, max(now + 1, st.slot_drain[r]), rows, cfg, st)
             next_block += 1
             started = True
         else:
