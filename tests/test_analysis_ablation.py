@@ -56,10 +56,16 @@ def test_the_hardware_ratios_move_the_way_the_source_change_says(d512):
 def test_the_model_follows_the_direction_and_is_held_to_todays_accuracy(d512):
     r = d512.rows
     assert ((r.model_ratio - 1) * (r.hw_ratio - 1) > 0).all()
-    # model-1.13 on this set: 2.5% mean, 5.8% worst (model-1.12: 6.6% and 16.2%, the forward
-    # kernel without exps, its copies' latency exposed); a model change that reads vector
-    # work worse fails here
-    assert d512.mape < 0.04
+    # The time a variant adds or saves is the vector work's own cost: model-1.15 reads it
+    # at 0.87-1.20 of the hardware's here, model-1.14 at 0.65-0.85 (an exp's guard and
+    # MUFU waits unseen); a model change that reads vector work worse fails here.
+    added = (r.model_us - r.model_base_us) / (r.hw_us - r.hw_base_us)
+    assert ((added - 1).abs() < 0.25).all()
+    # The ratios: model-1.15 4.3% mean, 7.4% worst; model-1.14 2.5% and 5.8%, its short
+    # base time (0.71-0.78 of the hardware's, now 0.78-0.91) offsetting its short added
+    # time; model-1.12 6.6% and 16.2% (the forward kernel without exps, its copies'
+    # latency exposed).
+    assert d512.mape < 0.05
     assert d512.worst < 0.08
 
 
