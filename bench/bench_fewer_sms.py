@@ -313,11 +313,14 @@ def ssd_section() -> str:
             "fewer SMs and fast against the hardware. The hardware's warps stay about as "
             "far apart on 32 SMs as on 132, much of the gap fixed-latency waits and the "
             "MIO's short scoreboard, which no SM count changes; the model's close up as its "
-            "L2 and DRAM waits go (docs/model.md, *Accuracy*). Most of the hardware's "
-            "fixed-latency waits fall on the FP32 multiplies, the MMAs and the selects, and "
-            "its short-scoreboard waits on the multiplies that take the exponentials' "
-            "results; the trace names no predicate register, so a select's or a guarded "
-            "instruction's wait for the compare before it is one the model cannot see."]
+            "L2 and DRAM waits go, less since model-1.15 (docs/model.md, *Accuracy*). Most of "
+            "the hardware's fixed-latency waits fall on the FP32 multiplies, the MMAs and "
+            "the selects: the `@!P FMUL` right after each exp2's `FSETP` waits for its "
+            "guard (14 clocks, *Dependent-issue latencies*), and its short-scoreboard "
+            "waits on the multiplies that take, or overwrite, an exponential's register. "
+            "The trace names no predicate register: the model reads a row as guarded where "
+            "its mask lost lanes and lets it wait for its warp's last compare, and lets a "
+            "write wait for a MUFU to read its source."]
     return "\n".join(out) + "\n"
 
 
