@@ -2,7 +2,7 @@
 bench/device/ubench.cu): dependent chains whose time follows from their code, traced and
 timed (ncu ``gpc__cycles_elapsed.max``) on an H100. The H100 description's pipe latencies
 and rates were read from this set, so these tests check that the model reproduces its own
-fit set; bench/bench_model.py measures the held-out workloads."""
+fit set; bench/bench_heldout.py measures the held-out workloads."""
 
 from __future__ import annotations
 
