@@ -34,11 +34,9 @@ def main() -> None:
     fits = [compare(TRACES / s) for s in sets]
     errs = np.concatenate([f.rows.error.to_numpy() for f in fits])
     within = int(np.sum(np.abs(errs) <= 0.05))
-    rows = np.concatenate([((f.rows.model_us - f.rows.model_base_us)
-                            / (f.rows.hw_us - f.rows.hw_base_us)).to_numpy() for f in fits])
-    base = np.concatenate([(f.rows.model_base_us / f.rows.hw_base_us).to_numpy()
-                           for f in fits])
-    added_within = int(np.sum(np.abs(rows - 1) <= 0.10))
+    added = np.concatenate([f.rows.added_model_over_hw.to_numpy() for f in fits])
+    base = np.concatenate([f.rows.base_model_over_hw.to_numpy() for f in fits])
+    added_within = int(np.sum(np.abs(added - 1) <= 0.10))
     bounds = [(s, vector_bound(TRACES / s)) for s in sets]
     lines = [
         SECTION, "",
@@ -59,7 +57,7 @@ def main() -> None:
         "|error| " + ", ".join(f"{f.set_name} {f.mape:.1%} (worst {f.worst:.1%})"
                                for f in fits) + ". "
         f"The time a variant adds or saves, model over hardware, is within 10% for "
-        f"{added_within} of {len(rows)} (median {np.median(rows):.2f}); the model's base "
+        f"{added_within} of {len(added)} (median {np.median(added):.2f}); the model's base "
         f"time of the kernels is {np.min(base):.2f}-{np.max(base):.2f} of the hardware's "
         f"(median {np.median(base):.2f}). A ratio is the added time over the base, so a "
         "model whose base is short reads a right added time as too large a ratio.", "",

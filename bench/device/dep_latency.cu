@@ -55,7 +55,9 @@ CHAIN(isetp_fguard, INIT_,
       " @p mul.f32 %0, %0, %3; }\n", x)
 CHAIN(f2i, INIT_, "{ .reg .s32 q; cvt.rzi.s32.f32 q, %0;\n cvt.rn.f32.s32 %0, q; }\n", x)
 CHAIN(mufu, INIT_, "ex2.approx.ftz.f32 %0, %0;\n", x)
-// MUFU reads x, the FMUL after it overwrites x: a write after read of the MUFU's source.
+// Meant as MUFU reading x and the FMUL after it overwriting x (a write after read of the
+// MUFU's source), but ptxas renames the unrolled chain's registers (see the SASS), so
+// neither this pair nor mufu_nowar measures the hazard; they are kept as what was run.
 CHAIN(mufu_war, INIT_,
       "{ .reg .f32 e; ex2.approx.ftz.f32 e, %0;\n mul.f32 %0, %0, %3;\n add.f32 %2, %2, e; }\n",
       x + y)

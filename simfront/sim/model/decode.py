@@ -41,8 +41,8 @@ K_ASYNC_WAIT = 15      # DEPBAR.LE SB0, N: waits for all but the newest N groups
 # trace names general registers only (an ISETP has no destination there), so these come
 # from the opcode: the compares write a predicate; SEL, FSEL and PLOP3 read one as an
 # operand; a branch reads its guard and an LDGSTS its zero-fill predicate, as late as a
-# guard is read. A row all of whose lanes its guard turned off (mask 0 in the trace) reads
-# a guard too (``simulate``: the rows' ``guard``).
+# guard is read. A row whose guard turned lanes off (its mask short of its warp's full
+# one) reads a guard too (``simulate``: the rows' ``guard``).
 PRED_WRITE = 1
 PRED_OPERAND = 2
 PRED_GUARD = 4

@@ -92,8 +92,8 @@ class SmRows(NamedTuple):
     #: a cp.async wait's N (the newest groups it leaves in flight); -1 where the trace
     #: does not say (tracers before version 5)
     imm: np.ndarray
-    #: the row's guard predicate turned all its lanes off (the trace's mask is 0): it
-    #: waits for its guard like any guarded instruction
+    #: the row's guard predicate turned lanes off (its mask in the trace is short of its
+    #: warp's full one): it waits for its guard like any guarded instruction
     guard: np.ndarray
 
 
