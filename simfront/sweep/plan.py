@@ -170,8 +170,11 @@ def plan_sweep(spec: SweepSpec) -> Plan:
     seen: set[str] = set()
     duplicates = 0
     units = {w.name: _units(spec, w, info, n_bytes) for w, info, n_bytes in traces}
-    for (w, info, _), (params, gpu, config, chash), (bname, bver) in itertools.product(
-            traces, gpus, backends):
+    # Configurations outermost: a local pool's first jobs are then different trace sets, each
+    # making its set's trace pass (the model's prepared kernels, on disk) for the set's
+    # later jobs, instead of two workers making the same one at once.
+    for (params, gpu, config, chash), (w, info, _), (bname, bver) in itertools.product(
+            gpus, traces, backends):
         fallback = spec.fallback if spec.fallback and spec.fallback.backend != bname else None
         id_options = ({**spec.options, "fallback": [fallback.backend, fallback.after_s]}
                       if fallback else spec.options)

@@ -353,6 +353,12 @@ def _count_lines(buf, start, end):
     return n
 
 
+#: the spellings the scanner checks a line's start against (module constants: numba
+#: freezes them, so the scan allocates nothing per line)
+_END_TB = np.array([35, 69, 78, 68, 95, 84, 66], np.uint8)  # "#END_TB"
+_THREAD_B = np.array([116, 104, 114, 101, 97, 100, 32, 98], np.uint8)  # "thread b"
+
+
 @numba.njit(cache=True, inline="always")
 def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
     """``thread block = x,y,z``: its coordinates into ``tb_xyz[ntb]``, after checking that
@@ -361,7 +367,6 @@ def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
     while k < eol and buf[k] != 61:
         k += 1
     k += 1
-    vals = np.zeros(3, np.int64)
     ok = True
     for d in range(3):
         k = _skip_spaces(buf, k, eol)
@@ -370,10 +375,10 @@ def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
             k += 1
         v, good = _dec(buf, s, k)
         ok = ok and good
-        vals[d] = v
+        tb_xyz[ntb, d] = v  # kept only if the line passes (ntb counts it)
         if k < eol and buf[k] == 44:
             k += 1
-    if not ok or not _starts(buf, j, eol, np.array([116, 104, 114, 101, 97, 100, 32, 98], np.uint8)):
+    if not ok or not _starts(buf, j, eol, _THREAD_B):
         return 13, lineno
     if wst[0] >= 0 and wst[1] != wst[0]:
         return 17, wst[2]
@@ -382,9 +387,6 @@ def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
     wst[0] = -1
     wst[3] = 0
     wst[5] = lineno
-    tb_xyz[ntb, 0] = vals[0]
-    tb_xyz[ntb, 1] = vals[1]
-    tb_xyz[ntb, 2] = vals[2]
     return 0, 0
 
 
@@ -418,7 +420,7 @@ def _structure_line(buf, j, eol, lineno, cur_tb, cur_warp, wst, tb_xyz, ntb):
     ``warp =``, ``insts =``). Returns (error code, its line, thread block, warp, thread
     blocks met)."""
     if buf[j] == 35:  # '#': #BEGIN_TB, #END_TB, comments
-        if _starts(buf, j, eol, np.array([35, 69, 78, 68, 95, 84, 66], np.uint8)):  # #END_TB
+        if _starts(buf, j, eol, _END_TB):
             cur_warp = -1
         return 0, 0, cur_tb, cur_warp, ntb
     if buf[j] == 116:  # 'thread block = x,y,z'
@@ -581,10 +583,33 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
     """
     (tb, warp, pc, mask, op, ndst, dst, nsrc, src, width, mode, addr_off, imm, line, addrs,
      tb_xyz) = _new_columns(_count_lines(buf, start, end))
-
-    n = na = ntb = err = err_line = 0
-    cur_tb, cur_warp, lineno, i = tb0, warp0, line0, start
     addr_off[0] = 0
+    # n, na, ntb, err, err_line, cur_tb, cur_warp, lineno, i, addresses needed
+    at = np.array([0, 0, 0, 0, 0, tb0, warp0, line0, start, 0], np.int64)
+    while True:
+        _scan_lines(buf, end, tracer_version, lineinfo, op_keys, op_vals, op_count,
+                    op_first, wst, tb, warp, pc, mask, op, ndst, dst, nsrc, src, width, mode,
+                    addr_off, imm, line, addrs, tb_xyz, at)
+        if at[9] == 0:
+            break
+        addrs = _grow_u64(addrs, at[9])
+        at[9] = 0
+    n, na, ntb = at[0], at[1], at[2]
+    return (n, tb[:n], warp[:n], pc[:n], mask[:n], op[:n], ndst[:n], dst[:n], nsrc[:n],
+            src[:n], width[:n], mode[:n], addr_off[: n + 1], addrs[:na], imm[:n], line[:n],
+            tb_xyz[:ntb], at[5], at[6], at[7], at[3], at[4])
+
+
+@numba.njit(cache=True, _nrt=False)
+def _scan_lines(buf, end, tracer_version, lineinfo, op_keys, op_vals, op_count, op_first,
+                wst, tb, warp, pc, mask, op, ndst, dst, nsrc, src, width, mode, addr_off, imm,
+                line, addrs, tb_xyz, at):
+    """scan_body's loop over lines, from and into ``at`` (its layout there). It stops at
+    the end, at an error, or at a line whose addresses ``addrs`` has no room for
+    (``at[9]``: the room needed; the line is scanned again once there is). Compiled without
+    numba's reference counts: they cost half the scan's time, and nothing here allocates."""
+    n, na, ntb, err, err_line = at[0], at[1], at[2], at[3], at[4]
+    cur_tb, cur_warp, lineno, i = at[5], at[6], at[7], at[8]
 
     while i < end:
         eol = i
@@ -603,7 +628,6 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
             if cur_warp < 0 or cur_tb < 0 or wst[0] < 0:
                 err, err_line = 16, lineno
                 break
-            wst[1] += 1
             p, e = _pc_token(buf, j, eol, lineinfo)
             v, ok = _hex(buf, p, e)
             if not ok:
@@ -643,7 +667,8 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
             if w > 0:
                 lanes = _popcount(mask[n])
                 if na + lanes > addrs.shape[0]:
-                    addrs = _grow_u64(addrs, na + lanes)
+                    at[9] = na + lanes
+                    break  # this line again, with room
                 mode[n], e, err = _addresses(buf, e, eol, lanes, addrs[na:])
                 if err:
                     err_line = lineno
@@ -654,6 +679,7 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
             if err:
                 err_line = lineno
                 break
+            wst[1] += 1
             tb[n] = cur_tb
             warp[n] = cur_warp
             line[n] = lineno
@@ -661,9 +687,8 @@ def scan_body(buf, start, end, line0, tb0, warp0, tracer_version, lineinfo,
         lineno += 1
         i = eol + 1
 
-    return (n, tb[:n], warp[:n], pc[:n], mask[:n], op[:n], ndst[:n], dst[:n], nsrc[:n],
-            src[:n], width[:n], mode[:n], addr_off[: n + 1], addrs[:na], imm[:n], line[:n],
-            tb_xyz[:ntb], cur_tb, cur_warp, lineno, err, err_line)
+    at[0], at[1], at[2], at[3], at[4] = n, na, ntb, err, err_line
+    at[5], at[6], at[7], at[8] = cur_tb, cur_warp, lineno, i
 
 
 def finish_warp_state(wst: np.ndarray, tb: int) -> tuple[int, int]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import pickle
 import time
 from collections import OrderedDict
 from pathlib import Path
+
+import numpy as np
 
 from simfront.gpu import load_gpu
 from simfront.sim.model.carry import L2Carry
@@ -68,28 +71,55 @@ def _disk_key(kernel, gpu, launch, params) -> str:
     return h.hexdigest()
 
 
+def _narrowed(cols: dict) -> dict:
+    """``cols`` with each integer column in the narrowest integer type that holds its
+    values (register numbers, levels and counts fit in a byte or two): the disk copy a
+    fifth of the size, read back exactly (``_widened``)."""
+    out = {}
+    for name, a in cols.items():
+        if a.dtype.kind == "i" and a.size:
+            lo, hi = int(a.min()), int(a.max())
+            a = a.astype(next(t for t in (np.int8, np.int16, np.int32, a.dtype)
+                              if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max))
+        out[name] = a
+    return out
+
+
+def _widened(prep, dtypes: dict):
+    """A prepared kernel read from disk with its columns back in the types the issue model
+    was compiled for."""
+    prep.cols = {k: a.astype(dtypes[k], copy=False) for k, a in prep.cols.items()}
+    return prep
+
+
 def _from_disk(path: Path):
     try:
         with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError):
+            prep, dtypes = pickle.load(f)
+        return _widened(prep, dtypes)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError,
+            TypeError, KeyError):
         return None  # absent, torn or from another layout: prepare again
 
 
-#: The largest prepared kernel kept on disk, in bytes of SM 0's rows: one traced block's
-#: rows are far below it; a kernel above it is prepared again in each process.
-MAX_DISK_BYTES = 64 << 20
+#: The largest prepared kernel kept on disk, in bytes of SM 0's rows as stored (narrowed):
+#: the largest of the shipped sets' (one traced block of a 1,024-thread kernel, 1M rows)
+#: is about 30 MB.
+MAX_DISK_BYTES = 256 << 20
 
 
 def _to_disk(path: Path, prep) -> bool:
     """Whether ``prep`` is now on disk at ``path``."""
-    if sum(a.nbytes for a in prep.cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
+    cols = _narrowed(prep.cols)
+    if sum(a.nbytes for a in cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
         return False
+    dtypes = {k: a.dtype for k, a in prep.cols.items()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with open(tmp, "wb") as f:
-            pickle.dump(prep, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((dataclasses.replace(prep, cols=cols), dtypes), f,
+                        protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
         return False  # a cache that cannot be written only costs time

@@ -26,6 +26,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from simfront.sim.model import linemap
+from simfront.sim.model.linemap import LineMap
 from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_ATOMIC_SHARED, K_LOAD_GLOBAL,
                                        K_LOAD_SHARED, K_PREFETCH, K_REDUCTION, K_STORE_GLOBAL,
                                        K_STORE_SHARED)
@@ -86,7 +88,7 @@ def _set_index(line, n_sets, hash_kind):
     return x % n_sets
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)  # no reference counts: called per sector
 def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, allocate,
             hash_kind):
     """Look up one sector. Returns (hit, evicted dirty sectors, set, way, age); way -1 when
@@ -140,13 +142,10 @@ SHARED_LINE = -2
 L1_KEY_BITS = 12
 
 
-def new_line_owners():
+def new_line_owners() -> LineMap:
     """An empty map from a 128-byte line to the one warp that touches it (block x warps per
     block + warp), or ``SHARED_LINE``; filled by :func:`mark_line_owners`."""
-    from numba import types
-    from numba.typed import Dict
-
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
+    return LineMap()
 
 
 @numba.njit(cache=True, inline="always")
@@ -217,7 +216,7 @@ def row_lines(addr_off, addrs, i, w, line_shift, out):
 
 @numba.njit(cache=True)
 def _mark_owners(rows, warps_per_block, line_shift, n_caches, key_bits, reads_only, by_block,
-                 owners):
+                 keys, vals, n):
     """The owner of each line (keyed ``(line << key_bits) | cache``) ``rows`` (``MemRows``)
     touch: the one warp (the one block, ``by_block``) that touches it, or ``SHARED_LINE``."""
     buf = np.empty(512, np.int64)
@@ -236,11 +235,15 @@ def _mark_owners(rows, warps_per_block, line_shift, n_caches, key_bits, reads_on
         c = cache_of_block[tb[i] % cache_of_block.shape[0]] % n_caches
         for q in range(row_lines(rows.addr_off, rows.addrs, i, w, line_shift, buf)):
             key = (buf[q] << key_bits) | c
-            o = owners.get(key, np.int64(-1))
-            if o == -1:
-                owners[key] = gw
-            elif o != gw and o != SHARED_LINE:
-                owners[key] = SHARED_LINE
+            keys, vals = linemap.room(keys, vals, n)
+            s = linemap.slot(keys, key)
+            if keys[s] == linemap.EMPTY:
+                keys[s] = key
+                vals[s] = gw
+                n[0] += 1
+            elif vals[s] != gw and vals[s] != SHARED_LINE:
+                vals[s] = SHARED_LINE
+    return keys, vals
 
 
 def mark_line_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
@@ -252,7 +255,8 @@ def mark_line_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, li
     row share their edge lines, which a warp's privacy would leave unjudged (1.86 reads of
     the LM-head logits where ncu counts 2.74)."""
     rows = MemRows(kind, tb, warp, width, addr_off, addrs, np.zeros(1, np.int64))
-    _mark_owners(rows, warps_per_block, line_shift, 1, 0, False, True, owners)
+    owners.grown(*_mark_owners(rows, warps_per_block, line_shift, 1, 0, False, True,
+                               owners.keys, owners.vals, owners.n))
 
 
 def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line_shift,
@@ -262,8 +266,8 @@ def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line
     own in that SM's L1, even when warps of other SMs read it too (a transposing copy's
     lines are shared by the blocks of 16 SMs, each reading its own two bytes of a sector)."""
     rows = MemRows(kind, tb, warp, width, addr_off, addrs, cache_of_block)
-    _mark_owners(rows, warps_per_block, line_shift, n_caches, L1_KEY_BITS, True, by_block,
-                 owners)
+    owners.grown(*_mark_owners(rows, warps_per_block, line_shift, n_caches, L1_KEY_BITS, True,
+                               by_block, owners.keys, owners.vals, owners.n))
 
 
 def global_bytes(kind: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -460,13 +464,13 @@ def _wavefronts(addrs, a0, a1, w, shared_banks, words, counts):
 
 
 @numba.njit(cache=True, inline="always")
-def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_owners, l1_co_warps):
+def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_keys, l1_vals, judged, l1_co_warps):
     """A read of one sector in SM ``c``'s L1: (hit, the line last touched by this
     instruction). A re-read of a line only this warp reads on its SM (``l1_owners``) hits
     only if the line survived the lines the SM's resident warps touched meanwhile."""
     hit1, _e, s1, w1, age1 = _access(l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock, c,
                                      line, bit, False, True, 0)
-    if w1 >= 0 and len(l1_owners) > 0:
+    if w1 >= 0 and judged:
         if line != last_line:
             l1.aclock[c] += 1  # one touch per line and instruction
             last_line = line
@@ -474,8 +478,8 @@ def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_owners, l1_co_warps):
         # warp of the block touched last is not judged)
         owner = gw if l1.last.shape[0] == 0 else rows.tb[i]
         mine = l1.last.shape[0] == 0 or l1.last[c, s1, w1] == gw
-        if hit1 and age1 >= 0 and mine and l1_owners.get(
-                (line << L1_KEY_BITS) | c, SHARED_LINE) == owner:
+        if hit1 and age1 >= 0 and mine and linemap.get(
+                l1_keys, l1_vals, (line << L1_KEY_BITS) | c, SHARED_LINE) == owner:
             between = (l1.aclock[c] - 1 - l1.astamp[c, s1, w1]) * l1_co_warps
             if not survives(line, between, l1.valid.shape[1], l1.valid.shape[2]):
                 hit1 = False
@@ -487,7 +491,7 @@ def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_owners, l1_co_warps):
 
 
 @numba.njit(cache=True, inline="always")
-def _l2_access(i, k, gw, line, bit, line_owners, rows, l2, cfg, totals):
+def _l2_access(i, k, gw, line, bit, own_keys, own_vals, rows, l2, cfg, totals):
     """One sector of row ``i`` (kind ``k``) in the L2: the level it reports (1 L2, 2 DRAM,
     a hit on a line another block of the same wave is still fetching included) and whether
     it read the DRAM. Whether the line is the block's own (``line_owners``) is looked up
@@ -505,7 +509,8 @@ def _l2_access(i, k, gw, line, bit, line_owners, rows, l2, cfg, totals):
             age2 = -1  # another warp of the block, beside this one in the row
         if age2 >= 0:
             age2 = l2.rclock[0] - l2.rstamp[0, s2, w2]
-        private = hit2 and age2 >= 0 and line_owners.get(line, SHARED_LINE) == rows.tb[i]
+        private = hit2 and age2 >= 0 and linemap.get(own_keys, own_vals, line,
+                                                      SHARED_LINE) == rows.tb[i]
         hit2, ev = _private_reuse(l2, s2, w2, private, age2, hit2, line, bit,
                                   cfg.l2_co_warps * cfg.l2_traffic_scale, lines_per, rmw,
                                   cfg.l2_capacity_share)
@@ -533,7 +538,7 @@ def _l2_access(i, k, gw, line, bit, line_owners, rows, l2, cfg, totals):
 
 
 @numba.njit(cache=True, inline="always")
-def _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs):
+def _global_row(i, rows, l1, l2, owners, l1_judged, cfg, out, secs):
     """Row ``i``, a global memory instruction, through the L1 of its block's SM and the L2:
     its outputs in ``out``."""
     k = rows.kind[i]
@@ -570,7 +575,7 @@ def _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs):
                         False, 0)
             else:
                 hit1, last_line = _l1_read(i, c, gw, line, bit, last_line, rows, l1,
-                                           l1_owners, cfg.l1_co_warps)
+                                           owners[2], owners[3], l1_judged, cfg.l1_co_warps)
                 if hit1:
                     totals[1] += 1
                     continue
@@ -582,7 +587,7 @@ def _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs):
             if line != last_read:  # a request per line (the sectors u holds are sorted)
                 totals[8] += 1
                 last_read = line
-        lv, dram = _l2_access(i, k, gw, line, bit, line_owners, rows, l2, cfg, totals)
+        lv, dram = _l2_access(i, k, gw, line, bit, owners[0], owners[1], rows, l2, cfg, totals)
         if dram:
             nd += 1
             level = 2
@@ -593,8 +598,7 @@ def _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs):
     out.dram[i] = nd
 
 
-@numba.njit(cache=True)
-def simulate_memory(rows, l1, l2, line_owners, l1_owners, cfg, out):
+def simulate_memory(rows, l1, l2, line_owners: LineMap, l1_owners: LineMap, cfg, out) -> None:
     """Run the memory instructions of one chunk through the caches.
 
     ``rows`` (``MemRows``): rows that are not global/shared memory are skipped. ``l1``,
@@ -639,12 +643,20 @@ def simulate_memory(rows, l1, l2, line_owners, l1_owners, cfg, out):
     transposing copy's 64 resident warps each touch 32 lines per load, so the four loads a
     warp makes of the same sectors find them evicted about half the time.
     """
-    totals = out.totals
-    if totals.shape[0] < N_TOTALS:  # numba does not check bounds: a short array corrupts
+    if out.totals.shape[0] < N_TOTALS:  # numba does not check bounds: a short array corrupts
         raise ValueError("simulate_memory: totals needs N_TOTALS entries")
-    secs = np.empty(256, np.int64)
-    words = np.empty(128, np.int64)
-    counts = np.zeros(max(1, cfg.shared_banks), np.int64)
+    _memory_rows(rows, l1, l2, (line_owners.keys, line_owners.vals, l1_owners.keys,
+                                l1_owners.vals), len(l1_owners) > 0, cfg, out,
+                 np.empty(256, np.int64), np.empty(128, np.int64),
+                 np.zeros(max(1, cfg.shared_banks), np.int64))
+
+
+@numba.njit(cache=True, _nrt=False)
+def _memory_rows(rows, l1, l2, owners, l1_judged, cfg, out, secs, words, counts):
+    """simulate_memory's loop, compiled without numba's reference counts (nothing in it
+    allocates; the counts took more time than the caches): ``owners`` the keys and values
+    of the L2's and the L1s' owner maps (``linemap``)."""
+    totals = out.totals
     for i in range(rows.kind.shape[0]):
         k = rows.kind[i]
         a0 = rows.addr_off[i]
@@ -658,4 +670,4 @@ def simulate_memory(rows, l1, l2, line_owners, l1_owners, cfg, out):
             out.sectors[i] = waves
         elif (k == K_LOAD_GLOBAL or k == K_STORE_GLOBAL or k == K_ATOMIC
               or k == K_REDUCTION or k == K_ASYNC_COPY or k == K_PREFETCH):
-            _global_row(i, rows, l1, l2, line_owners, l1_owners, cfg, out, secs)
+            _global_row(i, rows, l1, l2, owners, l1_judged, cfg, out, secs)

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from simfront.sim.model import linemap
+from simfront.sim.model.linemap import LineMap
 from simfront.sim.model.cache import row_lines, survives
 from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_LOAD_GLOBAL, K_PREFETCH,
                                        K_REDUCTION)
@@ -81,21 +83,24 @@ def coordinate_ranks(coords: np.ndarray) -> np.ndarray:
     return np.minimum(ranks, _RANK_BITS - 1)
 
 
-def new_line_readers():
+def new_line_readers() -> LineMap:
     """An empty map from a 128-byte line to the traced coordinates, per dimension, of the
     blocks that read it (or update it at the L2); filled by :func:`mark_line_readers`."""
-    from numba import types
-    from numba.typed import Dict
-
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
+    return LineMap()
 
 
-@numba.njit(cache=True)
-def mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift, readers):
+def mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift,
+                      readers: LineMap) -> None:
     """For every line global loads, atomics and reductions read: which traced coordinates
     along x, y and z read it (``tb_rank`` from :func:`coordinate_ranks`). Atomics count: an
     L2 atomic that misses reads its line from DRAM, and the selective scan's backward adds
     every channel's dB and dC into the same lines of its batch."""
+    readers.grown(*_mark_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift,
+                                 readers.keys, readers.vals, readers.n))
+
+
+@numba.njit(cache=True)
+def _mark_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift, keys, vals, n):
     buf = np.empty(512, np.int64)
     for i in range(kind.shape[0]):
         k = kind[i]
@@ -110,7 +115,14 @@ def mark_line_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift, rea
                 | (np.int64(1) << (tb_rank[b, 1] + _RANK_BITS))
                 | (np.int64(1) << (tb_rank[b, 2] + 2 * _RANK_BITS)))
         for q in range(row_lines(addr_off, addrs, i, w, line_shift, buf)):
-            readers[buf[q]] = readers.get(buf[q], np.int64(0)) | bits
+            keys, vals = linemap.room(keys, vals, n)
+            s = linemap.slot(keys, buf[q])
+            if keys[s] == linemap.EMPTY:
+                keys[s] = buf[q]
+                vals[s] = 0
+                n[0] += 1
+            vals[s] |= bits
+    return keys, vals
 
 
 def first_lines(addr_off: np.ndarray, addrs: np.ndarray, line_shift: int) -> np.ndarray:
@@ -135,10 +147,10 @@ def _read_everywhere(v, d, traced_d):
 
 
 @numba.njit(cache=True)
-def _line_factors(lines, readers, partial_mask, grid, traced, stride_lines, n_sets, ways):
+def _line_factors(lines, keys, vals, partial_mask, grid, traced, stride_lines, n_sets, ways):
     out = np.ones(lines.shape[0], np.float64)
     for i in range(lines.shape[0]):
-        v = readers.get(lines[i], np.int64(0))
+        v = linemap.get(keys, vals, lines[i], np.int64(0))
         if v == 0:
             continue
         f = 1.0
@@ -162,10 +174,10 @@ ALL_SHARED = 0.95
 
 
 @numba.njit(cache=True)
-def _shared_counts(readers, traced):
+def _shared_counts(values, traced):
     n = np.zeros(3, np.int64)
     total = 0
-    for v in readers.values():
+    for v in values:
         total += 1
         for d in range(3):
             if _read_everywhere(v, d, traced[d]):
@@ -182,7 +194,7 @@ def shared_dims(readers, sg: SampledGrid) -> tuple[int, ...]:
     own (an SSD kernel's heads: their x and states beside the shared B and C)."""
     if not sg.partial_dims or len(readers) == 0:
         return ()
-    n, total = _shared_counts(readers, np.array(sg.traced, np.int64))
+    n, total = _shared_counts(readers.values(), np.array(sg.traced, np.int64))
     return tuple(d for d in sg.partial_dims if 0 < n[d] < ALL_SHARED * total)
 
 
@@ -196,16 +208,16 @@ def line_factors(lines: np.ndarray, readers, sg: SampledGrid, lines_per_block: f
         mask |= 1 << d
     stride_lines = np.array([sg.block_stride(d) * lines_per_block for d in range(3)],
                             np.float64)
-    return _line_factors(lines.astype(np.int64), readers, np.int64(mask),
+    return _line_factors(lines.astype(np.int64), readers.keys, readers.vals, np.int64(mask),
                          np.array(sg.grid, np.float64), np.array(sg.traced, np.float64),
                          stride_lines, n_sets, ways)
 
 
 @numba.njit(cache=True)
-def _nearest_sharer(lines, readers, mask, traced, stride):
+def _nearest_sharer(lines, keys, vals, mask, traced, stride):
     out = np.full(lines.shape[0], np.inf)
     for i in range(lines.shape[0]):
-        v = readers.get(lines[i], np.int64(0))
+        v = linemap.get(keys, vals, lines[i], np.int64(0))
         for d in range(3):
             if (mask >> d) & 1 and stride[d] < out[i] and _read_everywhere(v, d, traced[d]):
                 out[i] = stride[d]
@@ -220,7 +232,7 @@ def nearest_sharer(lines: np.ndarray, readers, sg: SampledGrid,
     mask = 0
     for d in dims:
         mask |= 1 << d
-    return _nearest_sharer(lines.astype(np.int64), readers, np.int64(mask),
+    return _nearest_sharer(lines.astype(np.int64), readers.keys, readers.vals, np.int64(mask),
                            np.array(sg.traced, np.float64),
                            np.array([sg.block_stride(d) for d in range(3)], np.float64))
 

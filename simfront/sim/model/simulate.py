@@ -33,7 +33,7 @@ from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_REDUCTION, K_ST
                                        N_PIPES,
                                        PIPE_INDEX, build_optable, pipe_timing)
 from simfront.sim.model.issue import (N_REASONS, OpTiming, SmConfig, SmCounters, SmRows,
-                                      new_state, run_sm)
+                                      narrow_rows, new_state, run_sm)
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.traces.instructions import MAX_DST, MAX_SRC
@@ -651,6 +651,7 @@ class _Issuer:
     def _rows(self) -> SmRows:
         if self.rows is None:
             cols, start, end = self.prep.sm0_rows()
+            cols = narrow_rows(cols)
             self.rows = SmRows(np.ascontiguousarray(start), np.ascontiguousarray(end),
                                cols["pc"], cols["op"], cols["ndst"], cols["dst"],
                                cols["nsrc"], cols["src"], cols["width"], cols["level"],
