@@ -345,7 +345,7 @@ def drive(store: JobStore, ex: Executor, progress: bool = True, wait: bool = Tru
                         refs = ex.start(claims)
                         store.set_refs(refs, {c.job_id: c.attempt for c in claims})
                         summary.started += len(claims)
-                        bar.refresh()
+                        bar.refresh(force=True)
                 if ex.in_flight() == 0:
                     due = store.next_due()
                     if due is None:
@@ -423,11 +423,14 @@ class _Progress:
             self._last = 0.0
             self.refresh()
 
-    def refresh(self) -> None:
+    def refresh(self, force: bool = False) -> None:
+        """Redraw with the store's counts, at most five times a second unless ``force``:
+        a job's end and its worker's next start come together, and the bar is to show the
+        second (it showed one job running of two)."""
         if self.bar is None:
             return
         now = time.monotonic()
-        if now - self._last < 0.2:
+        if now - self._last < 0.2 and not force:
             return
         self._last = now
         c = self.store.counts()
