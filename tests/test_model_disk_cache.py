@@ -8,6 +8,7 @@ import numpy as np
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
 from simfront.sim.model import api
+from simfront.sim.model.simulate import narrowed
 from simfront.traces.reader import KernelTrace
 
 #: a sampled launch of the tiny Mamba2 step (layer norm backward, 32 of 528 blocks traced)
@@ -45,7 +46,7 @@ def test_columns_are_stored_narrow_and_read_back_exactly(tmp_path, monkeypatch):
     prep = api._prepared_kernel(KernelTrace(KERNEL), load_gpu("h100"), None,
                                 api.DEFAULT_PARAMS)
     (path,) = (tmp_path / "prepared").glob("*.pkl")
-    narrow = api._narrowed(prep.cols)
+    narrow = narrowed(prep.cols)
     stored = sum(a.nbytes for a in narrow.values())
     assert stored * 3 < sum(a.nbytes for a in prep.cols.values())
     assert narrow["dst"].dtype.itemsize <= 2 and narrow["level"].dtype == np.int8

@@ -10,14 +10,12 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
-
 from simfront.gpu import load_gpu
 from simfront.sim.model.carry import L2Carry
 from simfront.sim.model.clock import at_clock, known_clock, run_clock
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
-from simfront.sim.model.simulate import cache_key, prepare_kernel, time_prepared
+from simfront.sim.model.simulate import cache_key, narrowed, prepare_kernel, time_prepared
 from simfront.core.provenance import sha256_file
 from simfront.traces import reader
 
@@ -71,20 +69,6 @@ def _disk_key(kernel, gpu, launch, params) -> str:
     return h.hexdigest()
 
 
-def _narrowed(cols: dict) -> dict:
-    """``cols`` with each integer column in the narrowest integer type that holds its
-    values (register numbers, levels and counts fit in a byte or two): the disk copy a
-    fifth of the size, read back exactly (``_widened``)."""
-    out = {}
-    for name, a in cols.items():
-        if a.dtype.kind == "i" and a.size:
-            lo, hi = int(a.min()), int(a.max())
-            a = a.astype(next(t for t in (np.int8, np.int16, np.int32, a.dtype)
-                              if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max))
-        out[name] = a
-    return out
-
-
 def _widened(prep, dtypes: dict):
     """A prepared kernel read from disk with its columns back in the types the issue model
     was compiled for."""
@@ -104,13 +88,13 @@ def _from_disk(path: Path):
 
 #: The largest prepared kernel kept on disk, in bytes of SM 0's rows as stored (narrowed):
 #: the largest of the shipped sets' (one traced block of a 1,024-thread kernel, 1M rows)
-#: is about 30 MB.
+#: is about 40 MB.
 MAX_DISK_BYTES = 256 << 20
 
 
 def _to_disk(path: Path, prep) -> bool:
     """Whether ``prep`` is now on disk at ``path``."""
-    cols = _narrowed(prep.cols)
+    cols = narrowed(prep.cols)  # a fifth of the size; read back exactly (_widened)
     if sum(a.nbytes for a in cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
         return False
     dtypes = {k: a.dtype for k, a in prep.cols.items()}

@@ -88,7 +88,7 @@ def _set_index(line, n_sets, hash_kind):
     return x % n_sets
 
 
-@numba.njit(cache=True, _nrt=False)  # no reference counts: called per sector
+@numba.njit(cache=True, _nrt=False)  # as simulate_memory's loop, which calls it
 def _access(tags, valid, dirty, stamp, clock, c, line, sector_bit, write, allocate,
             hash_kind):
     """Look up one sector. Returns (hit, evicted dirty sectors, set, way, age); way -1 when
@@ -235,13 +235,8 @@ def _mark_owners(rows, warps_per_block, line_shift, n_caches, key_bits, reads_on
         c = cache_of_block[tb[i] % cache_of_block.shape[0]] % n_caches
         for q in range(row_lines(rows.addr_off, rows.addrs, i, w, line_shift, buf)):
             key = (buf[q] << key_bits) | c
-            keys, vals = linemap.room(keys, vals, n)
-            s = linemap.slot(keys, key)
-            if keys[s] == linemap.EMPTY:
-                keys[s] = key
-                vals[s] = gw
-                n[0] += 1
-            elif vals[s] != gw and vals[s] != SHARED_LINE:
+            keys, vals, s = linemap.entry(keys, vals, n, key, gw)
+            if vals[s] != gw:
                 vals[s] = SHARED_LINE
     return keys, vals
 
@@ -575,7 +570,8 @@ def _global_row(i, rows, l1, l2, owners, l1_judged, cfg, out, secs):
                         False, 0)
             else:
                 hit1, last_line = _l1_read(i, c, gw, line, bit, last_line, rows, l1,
-                                           owners[2], owners[3], l1_judged, cfg.l1_co_warps)
+                                           owners.l1_keys, owners.l1_vals, l1_judged,
+                                           cfg.l1_co_warps)
                 if hit1:
                     totals[1] += 1
                     continue
@@ -587,7 +583,8 @@ def _global_row(i, rows, l1, l2, owners, l1_judged, cfg, out, secs):
             if line != last_read:  # a request per line (the sectors u holds are sorted)
                 totals[8] += 1
                 last_read = line
-        lv, dram = _l2_access(i, k, gw, line, bit, owners[0], owners[1], rows, l2, cfg, totals)
+        lv, dram = _l2_access(i, k, gw, line, bit, owners.l2_keys, owners.l2_vals, rows, l2,
+                              cfg, totals)
         if dram:
             nd += 1
             level = 2
@@ -596,6 +593,15 @@ def _global_row(i, rows, l1, l2, owners, l1_judged, cfg, out, secs):
     out.level[i] = level
     out.l2[i] = nl2
     out.dram[i] = nd
+
+
+class OwnerArrays(NamedTuple):
+    """The owner maps' arrays as the compiled loop reads them (``linemap.get``)."""
+
+    l2_keys: np.ndarray
+    l2_vals: np.ndarray
+    l1_keys: np.ndarray
+    l1_vals: np.ndarray
 
 
 def simulate_memory(rows, l1, l2, line_owners: LineMap, l1_owners: LineMap, cfg, out) -> None:
@@ -645,8 +651,8 @@ def simulate_memory(rows, l1, l2, line_owners: LineMap, l1_owners: LineMap, cfg,
     """
     if out.totals.shape[0] < N_TOTALS:  # numba does not check bounds: a short array corrupts
         raise ValueError("simulate_memory: totals needs N_TOTALS entries")
-    _memory_rows(rows, l1, l2, (line_owners.keys, line_owners.vals, l1_owners.keys,
-                                l1_owners.vals), len(l1_owners) > 0, cfg, out,
+    owners = OwnerArrays(line_owners.keys, line_owners.vals, l1_owners.keys, l1_owners.vals)
+    _memory_rows(rows, l1, l2, owners, len(l1_owners) > 0, cfg, out,
                  np.empty(256, np.int64), np.empty(128, np.int64),
                  np.zeros(max(1, cfg.shared_banks), np.int64))
 
@@ -654,8 +660,7 @@ def simulate_memory(rows, l1, l2, line_owners: LineMap, l1_owners: LineMap, cfg,
 @numba.njit(cache=True, _nrt=False)
 def _memory_rows(rows, l1, l2, owners, l1_judged, cfg, out, secs, words, counts):
     """simulate_memory's loop, compiled without numba's reference counts (nothing in it
-    allocates; the counts took more time than the caches): ``owners`` the keys and values
-    of the L2's and the L1s' owner maps (``linemap``)."""
+    allocates; the counts took more time than the caches): ``owners`` an ``OwnerArrays``."""
     totals = out.totals
     for i in range(rows.kind.shape[0]):
         k = rows.kind[i]

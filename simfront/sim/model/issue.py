@@ -97,27 +97,13 @@ class SmRows(NamedTuple):
     guard: np.ndarray
 
 
-#: The types SM 0's rows are handed to the issue model in (``narrow_rows``): a row of
-#: int64s spans two cache lines, and a run over 64 warps' rows misses on nearly every one
-#: (perf: a third of the issue loop's time was the first read of a row's sources).
+#: The types SM 0's rows are handed to the issue model in (``simulate.narrowed``): a row
+#: of int64s spans two cache lines and perf put the issue loop's hottest instruction on the
+#: first read of a row's sources; narrower rows measured within the noise of this machine.
 ROW_TYPES = {"pc": np.int32, "op": np.int32, "ndst": np.int8, "dst": np.int16,
              "nsrc": np.int8, "src": np.int16, "width": np.int16, "level": np.int8,
              "sectors": np.int32, "slots": np.int32, "l2": np.int32, "dram": np.int32,
-             "waves": np.int32, "imm": np.int32, "guard": np.bool_}
-
-
-def narrow_rows(cols: dict) -> dict:
-    """``cols`` in ``ROW_TYPES``, each column whose values fit; one that does not keeps its
-    type (numba compiles the issue model for it too)."""
-    out = {}
-    for name, a in cols.items():
-        t = ROW_TYPES.get(name)
-        if t is not None and a.dtype != t and a.size and t is not np.bool_:
-            info = np.iinfo(t)
-            if info.min <= int(a.min()) and int(a.max()) <= info.max:
-                a = a.astype(t)
-        out[name] = np.ascontiguousarray(a)
-    return out
+             "waves": np.int32, "imm": np.int32}
 
 
 class OpTiming(NamedTuple):

@@ -4,8 +4,8 @@ numpy arrays, for the trace pass's compiled loops.
 numba's typed dict costs two reference-count calls a lookup, and a loop that looks one up
 cannot be compiled without reference counts; with them, the cache simulation spent more
 time counting references than simulating (perf, ``mamba2_lm-paper-box``). These arrays are
-read (``get``) in loops compiled without them and written (``put``) where the map may
-grow. Open addressing with linear probing, kept at most half full.
+read (``get``) in loops compiled without them and written (``entry``) where the map
+may grow. Open addressing with linear probing, kept at most half full.
 """
 
 from __future__ import annotations
@@ -84,8 +84,14 @@ def _rehashed(keys, vals):
 
 
 @numba.njit(cache=True, inline="always")
-def room(keys, vals, n):
-    """``keys``, ``vals`` with room for one more entry (twice the size when half full)."""
+def entry(keys, vals, n, key, value):
+    """The slot of ``key``, added with ``value`` where absent (``n`` counts it), in arrays
+    twice the size once half full: (keys, vals, slot); the caller keeps the arrays."""
     if 2 * (n[0] + 1) > keys.shape[0]:
-        return _rehashed(keys, vals)
-    return keys, vals
+        keys, vals = _rehashed(keys, vals)
+    s = slot(keys, key)
+    if keys[s] == EMPTY:
+        keys[s] = key
+        vals[s] = value
+        n[0] += 1
+    return keys, vals, s

@@ -115,12 +115,7 @@ def _mark_readers(kind, tb, width, addr_off, addrs, tb_rank, line_shift, keys, v
                 | (np.int64(1) << (tb_rank[b, 1] + _RANK_BITS))
                 | (np.int64(1) << (tb_rank[b, 2] + 2 * _RANK_BITS)))
         for q in range(row_lines(addr_off, addrs, i, w, line_shift, buf)):
-            keys, vals = linemap.room(keys, vals, n)
-            s = linemap.slot(keys, buf[q])
-            if keys[s] == linemap.EMPTY:
-                keys[s] = buf[q]
-                vals[s] = 0
-                n[0] += 1
+            keys, vals, s = linemap.entry(keys, vals, n, buf[q], 0)
             vals[s] |= bits
     return keys, vals
 

@@ -33,7 +33,7 @@ from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_REDUCTION, K_ST
                                        N_PIPES,
                                        PIPE_INDEX, build_optable, pipe_timing)
 from simfront.sim.model.issue import (N_REASONS, OpTiming, SmConfig, SmCounters, SmRows,
-                                      narrow_rows, new_state, run_sm)
+                                      ROW_TYPES, new_state, run_sm)
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.traces.instructions import MAX_DST, MAX_SRC
@@ -168,6 +168,22 @@ def _popcount32(x):
         v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
         v = (v + (v >> 4)) & 0x0F0F0F0F
         out[i] = ((v * 0x01010101) & 0xFFFFFFFF) >> 24
+    return out
+
+
+def narrowed(cols: dict, types: dict | None = None) -> dict:
+    """``cols`` with each integer column in ``types[name]`` (without ``types``: the
+    narrowest integer type) where its values fit; a column that does not fit keeps its type
+    (numba then compiles the issue model for that one too)."""
+    out = {}
+    for name, a in cols.items():
+        if a.dtype.kind == "i" and a.size:
+            lo, hi = int(a.min()), int(a.max())
+            fit = ((types[name],) if types and name in types
+                   else (np.int8, np.int16, np.int32))
+            a = a.astype(next((t for t in fit if np.iinfo(t).min <= lo
+                               and hi <= np.iinfo(t).max), a.dtype), copy=False)
+        out[name] = np.ascontiguousarray(a)
     return out
 
 
@@ -651,7 +667,7 @@ class _Issuer:
     def _rows(self) -> SmRows:
         if self.rows is None:
             cols, start, end = self.prep.sm0_rows()
-            cols = narrow_rows(cols)
+            cols = narrowed(cols, ROW_TYPES)
             self.rows = SmRows(np.ascontiguousarray(start), np.ascontiguousarray(end),
                                cols["pc"], cols["op"], cols["ndst"], cols["dst"],
                                cols["nsrc"], cols["src"], cols["width"], cols["level"],
