@@ -3,6 +3,7 @@
 # commands (trace with box sampling, ncu, CUPTI timelines on green contexts).
 #   bash bench/device/heldout.sh "ho-m2-d1024 ho-m1" [STAGES]
 # STAGES (default "trace profile timeline"): which of the three to run for each set.
+# REQUIRE_GPU=H200 stops before any capture unless the GPU's name holds that string.
 # PROFILE=per-config profiles one launch per launch configuration instead of every launch.
 # Carry: .carry/wheels (mamba_ssm), .carry/deps and .carry/nvbit/core (NVBit's public core: the tracer is
 # built there with `make tracer`, never part of the repository).
@@ -16,6 +17,9 @@ python3 -m pip install -q --no-deps --no-compile --target $T/site .carry/wheels/
 export PYTHONPATH=$T/site:$R
 simfront() { python3 -m simfront "$@"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $W/logs/gpu.csv
+# REQUIRE_GPU=H200: a set named for one GPU is never captured on another the lease gave
+if [ -n "${REQUIRE_GPU:-}" ] && ! grep -q "$REQUIRE_GPU" $W/logs/gpu.csv; then
+  echo "not a $REQUIRE_GPU: nothing captured"; exit 3; fi
 if [ ! -f .carry/bin/simfront_tracer.so ] && [ -d .carry/nvbit/core ]; then
   t0=$(date +%s)
   make -s tracer NVBIT_DIR=$R/.carry/nvbit > $W/logs/tracer_build.txt 2>&1 || tail -20 $W/logs/tracer_build.txt
