@@ -42,7 +42,8 @@ def main() -> None:
         SECTION, "",
         "Measured with `bash bench/device/ablate.sh \"ho-m2-d1024 ho-m2-d512\"` and "
         "`\"ho-m2-d512 ho-hybrid\"` (two calls on one warm H100), and `\"h200-ho-m2-d1024\"`, "
-        "`\"h200-ho-hybrid\"` (two calls on one warm H200, 226 and 269 s; the sets "
+        "`\"h200-ho-hybrid\"` (two calls on one warm H200, 226 and 269 s) and "
+        "`\"h200-ho-m2-d512\"` (another H200, 2026-11-27, 307 s over two calls; the sets "
         "`h200-*`, whose model runs on the `h200` description), and the fit set "
         "`\"mamba2_lm-hd128\"` (H100, 303 s): per set, the "
         "kernels' autotuned configs read from `TRITON_PRINT_AUTOTUNING`, then for each "

@@ -14,14 +14,13 @@ end (`simfront.sim.model.prefetch`).
 from __future__ import annotations
 
 import argparse
-import io
-import lzma
 
 import numpy as np
 import pandas as pd
 
 from results_md import update_section  # bench/results_md.py, beside this script
 
+from simfront.core.ncu import read_source_pages
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
 from simfront.sim.model.decode import K_ASYNC_COPY
@@ -35,15 +34,7 @@ SECTION = "## What the SSD kernels' copies read (bench/bench_ssd_source.py)"
 
 def ncu_sections(path=SOURCE) -> dict[str, pd.DataFrame]:
     """ncu's source page per kernel (the first launch of each name)."""
-    text = lzma.open(path, "rt").read().splitlines()
-    starts = [i for i, line in enumerate(text) if line.startswith('"Kernel Name"')]
-    out = {}
-    for a, b in zip(starts, starts[1:] + [len(text)]):
-        name = text[a].split(",")[1].strip('"')
-        body = "\n".join(line for line in text[a + 1:b] if not line.startswith("=="))
-        if name not in out:
-            out[name] = pd.read_csv(io.StringIO(body))
-    return out
+    return read_source_pages(path)
 
 
 def ncu_copies(df: pd.DataFrame) -> tuple[float, float]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bz2
 import csv
+import io
 import gzip
 import lzma
 import re
@@ -295,3 +296,34 @@ def workload_name(path: str | Path) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def read_source_pages(path: str | Path) -> dict[str, pd.DataFrame]:
+    """ncu's source page per kernel (``ncu --section SourceCounters --page source
+    --print-source sass --csv``): for the first launch of each kernel name, one row per SASS
+    instruction with ``pc`` (its offset from the kernel's first instruction), ``Source`` and
+    every counter as a number (``Warp Stall Sampling (All Samples)``, ``stall_<reason>``,
+    ``Instructions Executed``...). Lines ncu prints about itself (``==PROF==``) and the
+    workload's own output are skipped."""
+    with _open_text(Path(path)) as f:
+        text = f.read().splitlines()
+    starts = [i for i, line in enumerate(text) if line.startswith('"Kernel Name"')]
+    if not starts:
+        raise InputError(f"{path}: no '\"Kernel Name\"' line: not an ncu source page")
+    out: dict[str, pd.DataFrame] = {}
+    for a, b in zip(starts, starts[1:] + [len(text)]):
+        name = text[a].split(",")[1].strip('"')
+        if name in out:
+            continue
+        body = [line for line in text[a + 1:b] if line.startswith('"')]
+        df = pd.read_csv(io.StringIO("\n".join(body)))
+        for c in df.columns:
+            if c not in ("Address", "Source"):
+                num = _to_number(df[c])
+                if num is not None:
+                    df[c] = num
+        df["Source"] = df["Source"].astype(str).str.strip()
+        addr = df["Address"].astype(str).map(lambda a: int(a, 16))
+        df.insert(0, "pc", addr - addr.min())
+        out[name] = df
+    return out

@@ -359,7 +359,11 @@ _END_TB = np.array([35, 69, 78, 68, 95, 84, 66], np.uint8)  # "#END_TB"
 _THREAD_B = np.array([116, 104, 114, 101, 97, 100, 32, 98], np.uint8)  # "thread b"
 
 
-@numba.njit(cache=True, inline="always")
+# The line kinds met once a block or warp (below) and the address lists (_addresses) are
+# compiled apart, not inlined into _scan_lines: inlined (numba inlines at its own IR level)
+# they doubled the scanner's compile time, 25 -> 50 CPU s in a fresh checkout, and scanned
+# no faster.
+@numba.njit(cache=True)
 def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
     """``thread block = x,y,z``: its coordinates into ``tb_xyz[ntb]``, after checking that
     the previous block was complete. Returns (error code, its line); (0, 0) when fine."""
@@ -390,7 +394,7 @@ def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
     return 0, 0
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _warp_or_insts_line(buf, j, eol, lineno, cur_tb, cur_warp, wst):
     """``warp = N`` or ``insts = N``. Returns (error code, its line, the current warp)."""
     k = j
@@ -414,7 +418,7 @@ def _warp_or_insts_line(buf, j, eol, lineno, cur_tb, cur_warp, wst):
     return 0, 0, cur_warp
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _structure_line(buf, j, eol, lineno, cur_tb, cur_warp, wst, tb_xyz, ntb):
     """A line that is not an instruction (``#END_TB`` and comments, ``thread block =``,
     ``warp =``, ``insts =``). Returns (error code, its line, thread block, warp, thread
@@ -506,7 +510,7 @@ def _opcode_id(buf, p, e, op_keys, op_vals, op_count, op_first):
         slot = (slot + np.int64(1)) & table_mask
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _addresses(buf, e, eol, lanes, out):
     """A memory instruction's address mode and its ``lanes`` addresses into ``out``.
     Returns (mode, position after them, error code: 0, 9 the mode, 10 an address)."""
@@ -518,7 +522,7 @@ def _addresses(buf, e, eol, lanes, out):
     return md, e, 0 if ok else 10
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _lane_addresses(buf, e, eol, md, lanes, out):
     """The ``lanes`` addresses of a memory instruction in address mode ``md`` (0: one per
     lane; 1: base and stride; 2: base and one delta per further lane) into ``out``.

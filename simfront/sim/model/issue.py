@@ -162,12 +162,16 @@ class SmConfig(NamedTuple):
 class SmCounters(NamedTuple):
     """What a run accumulates: ``stall[sp, reason]``, unit-busy clocks and issued
     instructions per pipe, and ``warp_cycles[0]``, the clocks warps were resident (for
-    achieved occupancy)."""
+    achieved occupancy). ``row_wait[i]``, kept only when it has a row's length: the clocks
+    a warp waited with row i next (since its previous issue, or its block's start; what
+    ncu's per-instruction warp samples count), ``last_issue`` per warp slot its clock."""
 
     stall: np.ndarray
     pipe_busy: np.ndarray
     issued_pipe: np.ndarray
     warp_cycles: np.ndarray
+    row_wait: np.ndarray
+    last_issue: np.ndarray
 
 
 class SmState(NamedTuple):
@@ -515,6 +519,10 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
     p = ops.pipe[o]
     st.n_iss[sp] += 1
     st.last[sp] = s
+    if out.row_wait.shape[0] > 0:
+        prev = max(out.last_issue[s], st.born[s])
+        out.row_wait[i] += now - prev
+        out.last_issue[s] = now
     st.dep_ok[s] = False
     st.wait_ok[s] = False
     ii = ops.initiation[o]

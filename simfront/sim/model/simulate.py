@@ -681,14 +681,48 @@ class _Issuer:
         run = self.rows_seen.runs.get(key)
         if run is None:
             P = at.sub_partitions
-            out = SmCounters(np.zeros((P, N_REASONS), np.int64), np.zeros(N_PIPES, np.int64),
-                             np.zeros(N_PIPES, np.int64), np.zeros(1, np.int64))
+            out = new_counters(P)
             t = 0
             if at.n_blocks:
                 rows = self._rows()
                 t = int(run_sm(rows, self.ops, at, new_state(rows, self.ops, at), out))
-            run = self.rows_seen.runs[key] = reuse.IssueRun(t, *out)
+            run = self.rows_seen.runs[key] = reuse.IssueRun(t, *out[:4])
         return run.copy()
+
+
+def new_counters(sub_partitions: int, rows: int = 0, slots: int = 0) -> SmCounters:
+    """Empty counters of an issue-model run; ``rows`` and ``slots`` > 0 keep each row's
+    wait (``SmCounters.row_wait``)."""
+    return SmCounters(np.zeros((sub_partitions, N_REASONS), np.int64),
+                      np.zeros(N_PIPES, np.int64), np.zeros(N_PIPES, np.int64),
+                      np.zeros(1, np.int64), np.zeros(rows, np.int64),
+                      np.zeros(slots, np.int64))
+
+
+def op_timing(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> OpTiming:
+    """The issue model's per-opcode timing of a prepared kernel's opcodes on ``gpu``."""
+    table = build_optable(prep.table.opcodes, gpu)
+    units, _, _ = pipe_timing(gpu)
+    return OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
+                    table.latency.astype(np.int64), table.initiation.astype(np.int64),
+                    table.dst_span.astype(np.int64), table.pred.astype(np.int64),
+                    np.where(table.pipe == PIPE_INDEX["sfu"],
+                             int(params.issue.sfu_source_read), 0).astype(np.int64),
+                    units.astype(np.int64))
+
+
+def row_waits(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS):
+    """One issue-model run of a prepared kernel (at the unloaded DRAM latency) that keeps
+    each row's wait: SM 0's rows (``SmRows``) and ``SmCounters.row_wait`` per row."""
+    occ = occupancy(prep.launch, gpu)
+    issue = _Issuer(prep, op_timing(prep, gpu, params), _sm_config(prep, gpu, params, occ))
+    rows = issue._rows()
+    cfg = issue.cfg._replace(lat_dram=memory_latencies(gpu, params)["dram"])
+    out = new_counters(cfg.sub_partitions, rows.pc.shape[0] + 1,
+                       cfg.blocks_per_sm * cfg.warps_per_block)
+    if cfg.n_blocks:
+        run_sm(rows, issue.ops, cfg, new_state(rows, issue.ops, cfg), out)
+    return rows, out.row_wait[:-1]
 
 
 def _timed_rows(prep: "Prepared") -> int:
@@ -710,18 +744,10 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     if cache_key(gpu) != prep.cache_key:
         raise ValueError("time_prepared: the GPU differs from the one the kernel was "
                          "prepared with in SM count, occupancy limits or cache geometry")
-    table = build_optable(prep.table.opcodes, gpu)
     n_timed_blocks = prep.timed_blocks
-    units, _, _ = pipe_timing(gpu)
     lat = memory_latencies(gpu, params)
     bw = bandwidths(gpu, params)
-    ops = OpTiming(table.pipe.astype(np.int64), table.kind.astype(np.int64),
-                   table.latency.astype(np.int64), table.initiation.astype(np.int64),
-                   table.dst_span.astype(np.int64), table.pred.astype(np.int64),
-                   np.where(table.pipe == PIPE_INDEX["sfu"],
-                            int(params.issue.sfu_source_read), 0).astype(np.int64),
-                   units.astype(np.int64))
-    issue = _Issuer(prep, ops, _sm_config(prep, gpu, params, occ))
+    issue = _Issuer(prep, op_timing(prep, gpu, params), _sm_config(prep, gpu, params, occ))
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
     sector = gpu.l2.sector.bytes
     t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],

@@ -1,0 +1,12 @@
+kernel-68196.traceg.xz
+kernel-68199.traceg.xz
+kernel-68216.traceg.xz
+kernel-68219.traceg.xz
+kernel-68248.traceg.xz
+kernel-68250.traceg.xz
+kernel-68256.traceg.xz
+kernel-68260.traceg.xz
+kernel-68310.traceg.xz
+kernel-68312.traceg.xz
+kernel-68318.traceg.xz
+kernel-68322.traceg.xz
