@@ -85,34 +85,45 @@ def waits_section() -> str:
     return "\n".join(lines)
 
 
-def spread_section() -> str:
-    d = pd.read_csv(SPREAD)
+def chase_line(path) -> tuple[str, float, float]:
+    """One GPU's pointer chase: a table row, and its slow share and clocks over the fast."""
+    d = pd.read_csv(path)
     c = d[d.kind == "chase"].clocks
     slow = c > 400
     per_sm = d[d.kind == "chase"].groupby("sm").clocks.apply(lambda x: float((x > 400).mean()))
-    q = c.quantile([0.01, 0.1, 0.5, 0.9, 0.99]).round(0).astype(int).tolist()
+    q = c.quantile([0.01, 0.5, 0.9, 0.99]).round(0).astype(int).tolist()
+    gpu = path.name.removeprefix("l2_spread_").removesuffix(".csv.xz").upper()
+    extra = c[slow].mean() - c[~slow].mean()
+    return (f"| {gpu} | {len(c):,} | {' / '.join(map(str, q))} | {c.mean():.0f} | "
+            f"{1 - slow.mean():.0%} at {c[~slow].mean():.0f} | {slow.mean():.0%} at "
+            f"{c[slow].mean():.0f} (+{extra:.0f}) | {per_sm.min():.0%}-{per_sm.max():.0%} |",
+            float(slow.mean()), float(extra))
+
+
+def spread_section() -> str:
+    files = sorted(SPREAD.parent.glob("l2_spread_*.csv.xz"))
+    chases = [chase_line(f) for f in files]
+    d = pd.read_csv(SPREAD)
     g = d[d.kind == "group"].groupby("k").clocks.agg(["mean", "median"])
     one = float(g.loc[1, "median"])
     rows = [f"| {k} | {r['median']:.0f} | {r['median'] - one:+.0f} |" for k, r in g.iterrows()]
     return "\n".join([
         SPREAD_SECTION, "",
-        "`bash bench/device/l2_spread.sh h200 16 4096` (2026-11-27, an H200; "
+        "`bash bench/device/l2_spread.sh TAG 16 4096` (2026-11-27, an H200 and an H100; "
         "`bench/data/device/l2_spread/`, `bench/device/l2_spread.cu`): a random pointer chase "
         "over 65,536 L2-resident lines from 16 SMs, each hop timed with clock64 (the clock "
         "reads and a shared-memory store included). Written by "
         "`python bench/bench_ssd_waits.py`.", "",
-        f"- {len(c):,} hops: clocks at the 1 / 10 / 50 / 90 / 99th percentile "
-        f"{' / '.join(map(str, q))}; mean {c.mean():.0f}.",
-        f"- Two modes: {1 - slow.mean():.0%} of the hops at {c[~slow].mean():.0f} clocks, "
-        f"{slow.mean():.0%} at {c[slow].mean():.0f} (+{c[slow].mean() - c[~slow].mean():.0f}); "
-        f"the slow share differs by SM ({per_sm.min():.0%} to {per_sm.max():.0%}), so it is "
-        "not the line alone.",
-        "- The model times every L2 hit at the description's `l2.hit_latency` (200 clocks "
-        "on `h100` and `h200`), below both modes; a longer one alone was tried on the fit "
-        "steps and not kept (docs/history.md, *Tried and not kept*).", "",
+        "| GPU | hops | clocks at 1 / 50 / 90 / 99% | mean | fast hops | slow hops | "
+        "slow share by SM |", "|---|---|---|---|---|---|---|", *(c[0] for c in chases), "",
+        "Two modes on both GPUs, the slow share differing by SM (each SM walks its own "
+        "stretch of the same random cycle), so it is not the line alone. The model times "
+        "every L2 hit at the description's `l2.hit_latency` (200 clocks on `h100` and "
+        "`h200`), below both modes; a longer one alone was tried on the fit steps and not "
+        "kept (docs/history.md, *Tried and not kept*).", "",
         "A group of K independent loads from one thread, then one use of them all (each "
-        "line number is read first, so a group is two dependent loads deep), median clocks "
-        "and over K = 1:", "",
+        "line number is read first, so a group is two dependent loads deep), H200, median "
+        "clocks and over K = 1:", "",
         "| K | median clocks | over K = 1 |", "|---|---|---|", *rows, "",
         "One load alone takes longer than two (not explained; the SASS is in the data); "
         "from 2 to 8 loads a group costs a few dozen clocks more, beyond 8 about 14 clocks "
