@@ -23,6 +23,7 @@ Run:
                                      [--cache DIR]
   python bench/bench_refactor.py compare A.jsonl B.jsonl
   python bench/bench_refactor.py time
+  python bench/bench_refactor.py compile   # numba's first compilation, an empty numba cache
   python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare; updates
                                                        # its section of bench/RESULTS.md
 """
@@ -208,6 +209,34 @@ def time_fresh() -> dict:
             "other_process_cpu_s": runs[1]["cpu_s"][0]}
 
 
+def compile_one() -> dict:
+    """CPU seconds of numba's first compilation in this process (run with an empty
+    ``NUMBA_CACHE_DIR``): the trace scanner's first use on TIMED_SET's smallest kernel,
+    then the first model run of three kernels of ``mamba2_lm-tiny`` (the issue loop and
+    the cache simulation on top)."""
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import KernelTrace, TraceSet
+
+    c0 = _cpu()
+    smallest = min(TRACES.joinpath(TIMED_SET).glob("kernel-*.traceg.xz"),
+                   key=lambda f: f.stat().st_size)
+    for _ in KernelTrace(smallest).iter_chunks():
+        pass
+    c1 = _cpu()
+    for k in list(TraceSet(TRACES / "mamba2_lm-tiny").kernels())[:3]:
+        simulate_kernel(k, "h100", None, cache=False)
+    return {"scanner_cpu_s": c1 - c0, "first_model_run_cpu_s": _cpu() - c1}
+
+
+def compile_fresh() -> dict:
+    """``compile_one`` in a fresh process whose numba cache is empty."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp, "SIMFRONT_MODEL_CACHE": "off"}
+        out = subprocess.run([sys.executable, __file__, "_compile"], cwd=REPO_ROOT, env=env,
+                             capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd")
@@ -221,6 +250,8 @@ def main(argv: list[str]) -> int:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     sub.add_parser("time")
+    sub.add_parser("compile")
+    sub.add_parser("_compile")
     one = sub.add_parser("_one")
     one.add_argument("set")
     one.add_argument("variant")
@@ -250,6 +281,12 @@ def main(argv: list[str]) -> int:
         return 0 if same == total else 1
     if args.cmd == "time":
         print(json.dumps(time_fresh(), indent=1))
+        return 0
+    if args.cmd == "_compile":
+        print(json.dumps(compile_one()))
+        return 0
+    if args.cmd == "compile":
+        print(json.dumps(compile_fresh(), indent=1))
         return 0
     return _bench(args.baseline, args.top_jobs)
 

@@ -31,33 +31,43 @@ WAITS_SECTION = "## Where the SSD kernels' warps wait, instruction by instructio
 SPREAD_SECTION = "## An L2 hit's latency, line by line (bench/bench_ssd_waits.py)"
 #: families listed per kernel: the most under- and over-waited by the model
 SHOWN = 5
+#: the waits the reading names: wgmma's wait, block barriers, fences; the model's instead
+NAMED = ("WARPGROUP", "BAR", "FENCE", "HGMMA", "DEPBAR")
 
 
-def kernel_rows() -> tuple[list[str], list[str]]:
+def _families(fam: pd.DataFrame) -> str:
+    return ", ".join(f"{f} {r.share_hw:.1%} / {r.share_model:.1%}" for f, r in fam.iterrows())
+
+
+def kernel_rows() -> tuple[list[str], list[str], pd.DataFrame]:
     """Per kernel the families where the hardware's warps wait most beyond the model's, and
-    the other way; the kernels whose profile and trace are not one binary."""
+    the other way; the kernels whose profile and trace are not one binary; and per kernel
+    the shares at the waits the reading names (hardware, model)."""
     source = read_source_pages(PC_DATA / "source.csv.xz")
-    out, skipped, seen = [], [], set()
+    out, skipped, named = [], [], {}
     for k in TraceSet(PC_DATA / "trace").kernels():
         name = k.header.name
-        if name not in source or name in seen:
+        if name not in source or name in named or any(name in s for s in skipped):
             continue
-        seen.add(name)
         try:
             joined = against_ncu(pc_waits(k, "h200"), source[name])
         except ValueError as e:
             skipped.append(f"`{name}` ({e})")
             continue
         fam = by_family(joined)
-        fmt = lambda g: ", ".join(f"{f} {r.share_hw:.1%} / {r.share_model:.1%}"  # noqa: E731
-                                  for f, r in g.iterrows())
-        out.append(f"| {name.removesuffix('_kernel')} | {fmt(fam.head(SHOWN))} | "
-                   f"{fmt(fam.tail(SHOWN).iloc[::-1])} |")
-    return out, skipped
+        named[name] = fam.reindex(list(NAMED)).fillna(0.0).stack()
+        out.append(f"| {name.removesuffix('_kernel')} | {_families(fam.head(SHOWN))} | "
+                   f"{_families(fam.tail(SHOWN).iloc[::-1])} |")
+    return out, skipped, pd.DataFrame(named).T
 
 
 def waits_section() -> str:
-    rows, skipped = kernel_rows()
+    rows, skipped, named = kernel_rows()
+
+    def span(fam: str, col: str) -> str:
+        v = named[(fam, col)]
+        return f"{v.min():.1%}-{v.max():.1%}"
+
     lines = [
         WAITS_SECTION, "",
         "The fit step `mamba2_lm-hd128` on an H200 (`bash bench/device/ssd_pc.sh "
@@ -72,16 +82,20 @@ def waits_section() -> str:
     if skipped:
         lines += ["Left out: " + "; ".join(skipped) + ".", ""]
     lines += [
-        "Reading: in every kernel the hardware's warps spend 2-6% of their time at "
-        "`WARPGROUP.DEPBAR` (waiting for their warpgroup MMAs) and several percent at block "
-        "barriers (`BAR`, and the `UMOV` after one, where ncu puts the barrier's samples), "
-        "fences (`FENCE.VIEW.ASYNC`) and the kernel's last branch, where the model's warps "
-        "wait almost nothing; the model's warps wait instead at the `HGMMA`s themselves "
-        "(the tensor pipe busy) and at cp.async's `DEPBAR` (ncu puts that wait on the "
-        "instruction after it, `UIADD3`), and on the vector work (`FMUL`, `PRMT`, `SEL`, "
-        "`STS`). So the model's warps move in step through the barriers, where the "
-        "hardware's drift apart and wait for each other; an L2 hit's spread in latency (the "
-        "next section) is one way they drift. No model change rests on this yet.", ""]
+        f"Reading: in the {len(named)} kernels the hardware's warps spend "
+        f"{span('WARPGROUP', 'share_hw')} of their time at `WARPGROUP.DEPBAR` (waiting for "
+        f"their warpgroup MMAs; the model's {span('WARPGROUP', 'share_model')}), "
+        f"{span('BAR', 'share_hw')} at block barriers (model {span('BAR', 'share_model')}; "
+        "ncu also puts a barrier's samples on the instruction after `BAR`) and "
+        f"{span('FENCE', 'share_hw')} at fences (model {span('FENCE', 'share_model')}); the "
+        f"model's warps wait instead at the `HGMMA`s themselves ({span('HGMMA', 'share_model')}"
+        f" against {span('HGMMA', 'share_hw')}: the tensor pipe busy) and at cp.async's "
+        f"`DEPBAR` ({span('DEPBAR', 'share_model')} against {span('DEPBAR', 'share_hw')}; ncu "
+        "puts that wait on the instruction after it), and on the vector work (`FMUL`, "
+        "`PRMT`, `SEL`, `STS`). So the model's warps move in step through the barriers, "
+        "where the hardware's drift apart and wait for each other; an L2 hit's spread in "
+        "latency (the next section) is one way they drift. No model change rests on this "
+        "yet.", ""]
     return "\n".join(lines)
 
 
@@ -126,8 +140,10 @@ def spread_section() -> str:
         "clocks and over K = 1:", "",
         "| K | median clocks | over K = 1 |", "|---|---|---|", *rows, "",
         "One load alone takes longer than two (not explained; the SASS is in the data); "
-        "from 2 to 8 loads a group costs a few dozen clocks more, beyond 8 about 14 clocks "
-        "a load. The model uses none of this table.", ""])
+        f"from 2 to 8 loads a group costs {g.loc[8, 'median'] - g.loc[2, 'median']:.0f} "
+        "clocks more, beyond 8 about "
+        f"{(g.loc[32, 'median'] - g.loc[8, 'median']) / 24:.0f} clocks a load. The model "
+        "uses none of this table.", ""])
 
 
 def main() -> None:

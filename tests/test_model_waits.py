@@ -61,7 +61,7 @@ def test_keeping_row_waits_leaves_the_run_unchanged(kernel):
     rows = issue._rows()
     cfg = issue.cfg._replace(lat_dram=S.memory_latencies(gpu, S.DEFAULT_PARAMS)["dram"])
     plain, kept = S.new_counters(cfg.sub_partitions), S.new_counters(
-        cfg.sub_partitions, rows.pc.shape[0] + 1, cfg.blocks_per_sm * cfg.warps_per_block)
+        cfg.sub_partitions, rows.pc.shape[0], cfg.blocks_per_sm * cfg.warps_per_block)
     t0 = run_sm(rows, issue.ops, cfg, new_state(rows, issue.ops, cfg), plain)
     t1 = run_sm(rows, issue.ops, cfg, new_state(rows, issue.ops, cfg), kept)
     assert t0 == t1

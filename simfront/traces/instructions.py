@@ -361,8 +361,8 @@ _THREAD_B = np.array([116, 104, 114, 101, 97, 100, 32, 98], np.uint8)  # "thread
 
 # The line kinds met once a block or warp (below) and the address lists (_addresses) are
 # compiled apart, not inlined into _scan_lines: inlined (numba inlines at its own IR level)
-# they doubled the scanner's compile time, 25 -> 50 CPU s in a fresh checkout, and scanned
-# no faster.
+# they doubled the scanner's compile time in a fresh checkout and scanned no faster
+# (bench/bench_refactor.py compile).
 @numba.njit(cache=True)
 def _thread_block_line(buf, j, eol, lineno, cur_tb, wst, tb_xyz, ntb):
     """``thread block = x,y,z``: its coordinates into ``tb_xyz[ntb]``, after checking that

@@ -520,6 +520,7 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
     st.n_iss[sp] += 1
     st.last[sp] = s
     if out.row_wait.shape[0] > 0:
+        # a slot's last issue may be its previous block's: this block's warp started later
         prev = max(out.last_issue[s], st.born[s])
         out.row_wait[i] += now - prev
         out.last_issue[s] = now

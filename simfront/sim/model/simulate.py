@@ -718,11 +718,11 @@ def row_waits(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS):
     issue = _Issuer(prep, op_timing(prep, gpu, params), _sm_config(prep, gpu, params, occ))
     rows = issue._rows()
     cfg = issue.cfg._replace(lat_dram=memory_latencies(gpu, params)["dram"])
-    out = new_counters(cfg.sub_partitions, rows.pc.shape[0] + 1,
+    out = new_counters(cfg.sub_partitions, rows.pc.shape[0],
                        cfg.blocks_per_sm * cfg.warps_per_block)
     if cfg.n_blocks:
         run_sm(rows, issue.ops, cfg, new_state(rows, issue.ops, cfg), out)
-    return rows, out.row_wait[:-1]
+    return rows, out.row_wait
 
 
 def _timed_rows(prep: "Prepared") -> int:
