@@ -27,6 +27,7 @@ Run: ``python bench/bench_mem.py [--fit]``; updates its section of bench/RESULTS
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -50,10 +51,25 @@ CHASE_COLS = ["kind", "sms", "warps_per_sm", "ilp", "steps", "ms", "ns_per_step"
 PASSES = 3
 
 
+def read_ncu(path: Path) -> pd.DataFrame:
+    """ncu's ``--csv --page raw`` output as saved by mem_rows.sh: the program's own lines and
+    ncu's notes mixed in (lines that are not quoted CSV), a units row, numbers with
+    thousands separators; or the same already cleaned."""
+    lines = path.read_text().splitlines()
+    if lines and lines[0].startswith("ID,"):
+        return pd.read_csv(path)
+    body = [ln for ln in lines if ln.startswith('"')]
+    t = pd.read_csv(io.StringIO("\n".join(body)), skiprows=[1], dtype=str)
+    for c in t.columns:
+        if "__" in c:
+            t[c] = pd.to_numeric(t[c].str.replace(",", ""), errors="coerce")
+    return t
+
+
 def read_run(stem: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One run's rows and chase tables, each launch beside its ncu record (same order)."""
     raw = pd.read_csv(DATA / f"{stem}.csv", header=None, names=range(9))
-    ncu = pd.read_csv(DATA / f"{stem}_ncu.csv") if (DATA / f"{stem}_ncu.csv").is_file() else None
+    ncu = read_ncu(DATA / f"{stem}_ncu.csv") if (DATA / f"{stem}_ncu.csv").is_file() else None
     out = []
     for kind, cols in (("rows", ROW_COLS), ("chase", CHASE_COLS)):
         t = raw[raw[0].astype(str).str.startswith(kind)].iloc[:, :len(cols)]
@@ -231,10 +247,15 @@ TRACES = DATA / "traces"
 TRACED = (("rows_sms0", "mem_rows_h100", 0), ("rows_sms64", "mem_rows_h100_sms64", 64),
           ("rows_sms32", "mem_rows_h100_sms32", 32), ("rowsw_sms0", "mem_rows_h100_rowsw0", 0),
           ("rowsw_sms64", "mem_rows_h100_rowsw64", 64))
+#: the same traces timed against the H200's ncu records of the same launches (the kernel and
+#: its launches are the GPU's own: only the timing differs)
+TRACED_H200 = (("rows_sms0", "mem_rows_h200", 0), ("rows_sms64", "mem_rows_h200_sms64", 64),
+               ("rowsw_sms0", "mem_rows_h200_rowsw0", 0),
+               ("rowsw_sms64", "mem_rows_h200_rowsw64", 64))
 
 
 def model_on_traces(all_runs, gpu, params=DEFAULT_PARAMS, keep=lambda w_mb: True,
-                    kinds=("rows", "rowsw")) -> pd.DataFrame:
+                    kinds=("rows", "rowsw"), traced=TRACED) -> pd.DataFrame:
     """The model on the traced rows launches (``traces/``, 8 blocks each; ``kinds``: rows,
     rows whose last pass writes) against the ncu records of the same launches: time and
     reads of each row, one line per launch."""
@@ -243,7 +264,7 @@ def model_on_traces(all_runs, gpu, params=DEFAULT_PARAMS, keep=lambda w_mb: True
     from simfront.traces.reader import TraceSet
 
     out = []
-    for name, run, sms in TRACED:
+    for name, run, sms in traced:
         if name.split("_")[0] not in kinds or not (TRACES / name).is_dir() \
                 or run not in all_runs:
             continue
@@ -318,6 +339,20 @@ def traces_table(all_runs, gpu, per_store: float) -> list[str]:
               "partly (its loads wait behind the stores, the issue loop keeps issuing). "
               "Both options stay off until the workload sets' what-ifs are rerun with them "
               "(bench/RESULTS.md, *the others' output in a private reuse distance*)."]
+    h200 = model_on_traces(all_runs, load_gpu("h200"), keep=lambda w_mb: w_mb < 25,
+                           traced=TRACED_H200)
+    if len(h200):
+        by = {(k, n): g.ratio for (k, n), g in h200.groupby(["kind", "sms"])}
+        lines.append(
+            "- The same traces against the H200's ncu records of the same launches "
+            "(`ONLY=\"rw0 rw64\" bash bench/device/mem_rows.sh h200`, 2026-11-27, and the "
+            "whole-GPU and 64-SM runs above), re-reads hitting (W < 25 MB): rows that only "
+            "read " + ", ".join(f"{by[('rows', n)].min():.2f}-{by[('rows', n)].max():.2f} on "
+                                f"{n} SMs" for n in (132, 64) if ("rows", n) in by)
+            + "; rows whose last pass writes " + ", ".join(
+                f"{by[('rowsw', n)].min():.2f}-{by[('rowsw', n)].max():.2f} on {n} SMs"
+                for n in (132, 64) if ("rowsw", n) in by)
+            + ". The store's cost the model leaves out is the H200's too.")
     return lines
 
 
