@@ -6,7 +6,7 @@ L2 empty as ncu leaves it), the SM-count what-ifs against its green-context time
 systematic misses per kernel (a kernel's launches summed, so a miss that every launch of a
 kernel shares shows, and one launch's noise does not).
 
-    python bench/bench_heldout.py [--sets NAME ...] [--no-write]
+    python bench/bench_heldout.py [--sets NAME ...] [--jobs N] [--no-write]
 
 Only held-out sets are reported here; the fit sets' figures are in the other sections.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -155,13 +156,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="*", help="held-out sets (default: all present)")
     ap.add_argument("--no-write", action="store_true", help="print, don't update RESULTS.md")
+    ap.add_argument("--jobs", type=int, default=1, help="sets in this many processes at once")
     args = ap.parse_args()
     held = held_out_sets()
     names = args.sets or [n for n in held if (TRACES / n).is_dir()]
     bad = [n for n in names if n not in held]
     if bad:
         raise SystemExit(f"not held out in {CORPUS}: {', '.join(bad)}")
-    text = render([set_rows(n) for n in names])
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(set_rows, names))
+    else:
+        results = [set_rows(n) for n in names]
+    text = render(results)
     print(text)
     if not args.no_write:
         update_section(SECTION, text, topic="The held-out corpus")
