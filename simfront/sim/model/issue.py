@@ -124,8 +124,8 @@ class OpTiming(NamedTuple):
 class SmConfig(NamedTuple):
     """The SM and its memory path, in core clocks.
 
-    ``lat_store_load``: clocks each global store a warp issued since its last global load
-    adds to that warp's next load (0: none). ``store_sectors_per_clk``: the sector slots of
+    ``lat_store_load``: clocks each global store a block's warp issued after its last
+    global load adds to the first load of the next block's warp in its slot (0: none). ``store_sectors_per_clk``: the sector slots of
     stores and reductions an SM sends to the L2 per clock, which hold the SM's memory path
     as long, at least ``store_instr_clk`` an instruction; loads behind them wait. (The L2's
     input port, which the whole GPU's stores share, is a bound on the kernel:
@@ -179,7 +179,7 @@ class SmState(NamedTuple):
     scoreboard (ready clock and the reason of its wait), state, next and end row, clock it
     may start issuing, clock it was born, its outstanding memory (loads and stores; its
     asynchronous copies apart), global stores since its
-    last global load; per block slot: the block, live warps, warps at the barrier; per
+    last global load (negative: its slot's previous warp's, which its first load pays for); per block slot: the block, live warps, warps at the barrier; per
     sub-partition: last issued warp, whether it ever held a warp, its nearest wait and its
     reason, instructions issued this clock; per pipe unit: the clock it frees; the clock
     each instruction-cache line arrives (0: never requested); the clocks the L1, L2, DRAM
@@ -301,6 +301,7 @@ def _start_block(r, blk, t, rows, cfg, st):
         for q in range(256):
             st.reg_read[s, q] = 0
         st.mem_out[s] = 0
+        st.stores[s] = -st.stores[s]
         st.dep_ok[s] = False
         st.wait_ok[s] = False
         st.async_out[s] = 0
@@ -482,9 +483,13 @@ def _global_access(i, k, s, now, rows, cfg, st):
         lat = cfg.lat_dram
     if k == K_STORE_GLOBAL:
         if ns > 0:  # a store whose lanes are all predicated off is none
-            st.stores[s] += 1
+            if st.stores[s] >= 0:
+                st.stores[s] += 1
+            else:
+                st.stores[s] -= 1
     elif k == K_LOAD_GLOBAL and ns > 0:
-        lat += cfg.lat_store_load * st.stores[s]
+        if st.stores[s] < 0:
+            lat += cfg.lat_store_load * (-st.stores[s])
         st.stores[s] = 0
     ready = np.int64(t3 + lat + 0.999)
     q1 = t1 - now

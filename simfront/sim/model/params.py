@@ -129,9 +129,12 @@ class DramParams:
     #: lightest launch's: bench/bench_mem.py --fit).
     queue_latency: float = 62.0
     #: A byte written loads the DRAM for the reads' wait this many times a byte read (the
-    #: write-to-read turnarounds): fitted on the same chase with 1 or 2 lines written per
-    #: step (bench/bench_mem.py --fit).
-    queue_write_weight: float = 3.3
+    #: write-to-read turnarounds). Fitted, with a store's cost to the next block's loads on
+    #: (``stores.load_ns``), on the fit step's logits cast on 132/96/64/32 SMs
+    #: (bench/bench_fewer_sms.py --fit); the pointer chase with 1 or 2 lines written per
+    #: step, whose wait over its lightest launch leaves that cost out, gives 3.3
+    #: (bench/bench_mem.py --fit).
+    queue_write_weight: float = 1.0
     #: The load the wait is capped at: above it the bandwidth bound (the issue loop's DRAM
     #: share) holds a kernel back, and a queue term would count that wait twice. Chosen.
     queue_max_load: float = 0.8
@@ -157,13 +160,13 @@ class StoreParams:
     #: The fewest clocks a store instruction holds the SM's store path, whatever it writes
     #: (bf16 lanes, one sector, a masked quarter of a warp: 3.3-4.7 clocks each).
     instr_clk: float = 4.2
-    #: An alternative, off (0): what each global store a warp issued since its last global
-    #: load adds to that load's latency, in ns. The pointer chase measured it on the H100:
-    #: one line written per step makes the next load wait 185 ns longer, two lines 302
-    #: (bench/bench_mem.py); least squares per store, 157. On top of the store path it costs
-    #: the tiny sets and the fit set up to 1.7 points of MAPE and helps one paper set
-    #: (bench/RESULTS.md, *an SM's stores*).
-    load_ns: float = 0.0
+    #: What each global store a block's warp issued after its last global load adds to the
+    #: first load of the warp that takes its slot next, in ns: an SM's stores still
+    #: draining hold back the next block's loads (a warp's own stores in a loop do not
+    #: hold its own later loads back). The pointer chase measured a store's cost on the
+    #: H100: one line written per step makes the next load wait 185 ns longer, two lines
+    #: 302 (bench/bench_mem.py); least squares per store, 157.
+    load_ns: float = 157.0
 
 
 @dataclass(frozen=True)
