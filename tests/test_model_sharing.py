@@ -133,9 +133,11 @@ def test_ssd_kernels_read_what_the_h100_reads_once_their_heads_share(h100, ncu_r
     # model-1.13 (a pipeline's copies overlap its compute, as ncu shows) both kernels are
     # 25-31% fast on this step: ncu puts 12% of _chunk_state_fwd's stall samples on the
     # warpgroup MMA wait and 5.5% on the copies at the loop's head, which the model
-    # under-reads (docs/model.md, *Accuracy*); the bounds hold that known miss where it is.
+    # under-reads (docs/model.md, *Accuracy*); the bounds hold that known miss where it is
+    # (_chunk_state_fwd 0.80 since model-1.16: its blocks' stores hold back the next
+    # block's loads).
     c = float(ncu_rows[kid]["cycles"])
-    lo, hi = (0.6, 0.8) if kid == "kernel-222863" else (0.65, 0.85)
+    lo, hi = (0.6, 0.85) if kid == "kernel-222863" else (0.65, 0.85)
     assert lo < shared["cycles"] / c < hi
     loaded = simulate_kernel(k, h100, cache=False)
     assert lo < loaded["cycles"] / c < hi + 0.07
