@@ -197,16 +197,18 @@ def time_one(variants: list[str]) -> dict:
 
 def time_fresh() -> dict:
     """``time_one`` in fresh processes sharing an empty model cache: h100 then h100-tv8 in
-    one, h100-tv4 in the next."""
+    one, h100-tv4 in the next (the first's prepared kernels on disk), h100-l2-25mb in a
+    third (another cache geometry: a new trace pass, from the decoded traces on disk)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "SIMFRONT_CACHE": tmp}
         runs = [json.loads(subprocess.run(
             [sys.executable, __file__, "_time", *vs], cwd=REPO_ROOT, env=env,
             capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
-            for vs in (("h100", "h100-tv8"), ("h100-tv4",))]
+            for vs in (("h100", "h100-tv8"), ("h100-tv4",), ("h100-l2-25mb",))]
     return {"imports_cpu_s": runs[0]["imports_cpu_s"], "records": runs[0]["records"],
             "first_cpu_s": runs[0]["cpu_s"][0], "second_cpu_s": runs[0]["cpu_s"][1],
-            "other_process_cpu_s": runs[1]["cpu_s"][0]}
+            "other_process_cpu_s": runs[1]["cpu_s"][0],
+            "new_geometry_cpu_s": runs[2]["cpu_s"][0]}
 
 
 def compile_one() -> dict:
@@ -306,7 +308,9 @@ def _bench(baseline: Path | None, jobs: int) -> int:
              f"(imports {t['imports_cpu_s']:.1f} s apart); a second configuration (h100-tv8) "
              f"after it: {t['second_cpu_s']:.1f} CPU s; a third (h100-tv4) in a fresh process "
              f"reading the first's prepared kernels from disk: "
-             f"{t['other_process_cpu_s']:.1f} CPU s.", "",
+             f"{t['other_process_cpu_s']:.1f} CPU s; a fourth (h100-l2-25mb, another L2: a new "
+             f"trace pass) in a fresh process reading the decoded traces from disk: "
+             f"{t['new_geometry_cpu_s']:.1f} CPU s.", "",
              f"Every kernel of the {len(sets)} shipped sets on {', '.join(VARIANTS)}: "
              f"{n} records, sha256 `{h}`."]
     rc = 0

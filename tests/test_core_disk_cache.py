@@ -1,4 +1,4 @@
-"""The model's disk cache stays under its limit: the least recently written files go first,
+"""The model's disk caches (prepared kernels, decoded traces) stay under their limit: the least recently written files go first,
 and a sweep's worker trims it before every model job."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from simfront.sweep.runner import Sweep
 from simfront.sweep.testing import write_sweep
 
 
-def _fill(directory, sizes):
+def _fill(directory, sizes, suffix=".pkl"):
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for i, size in enumerate(sizes):
-        p = directory / f"k{i}.pkl"
+        p = directory / f"k{i}{suffix}"
         p.write_bytes(b"x" * size)
         os.utime(p, (1_000_000 + i, 1_000_000 + i))  # k0 oldest
         paths.append(p)
@@ -46,8 +46,12 @@ def test_a_sweep_job_leaves_the_prepared_cache_under_its_limit(tmp_path, monkeyp
     monkeypatch.setenv("SIMFRONT_CACHE", str(cache))
     monkeypatch.setenv("SIMFRONT_CACHE_MAX_GB", str(3000 / (1 << 30)))
     old = _fill(cache / "prepared", [2000, 2000, 2000])
+    chunks = _fill(cache / "decoded", [2000, 2000, 2000], ".chunks")
     s = Sweep.open(write_sweep(tmp_path, "trim", backends="model"))
     s.run(progress=False)
     # trimmed before the job: the two oldest went, the job's own kernels were written after
     assert not any(p.exists() for p in old[:2]) and old[2].exists()
     assert list((cache / "prepared").glob("*.pkl")) != [old[2]]
+    # the decoded traces' folder too, under the same limit of its own
+    assert [p.exists() for p in chunks] == [False, False, True]
+    assert len(list((cache / "decoded").glob("*.chunks"))) > 1

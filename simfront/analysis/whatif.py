@@ -50,6 +50,7 @@ from simfront.analysis.report import Section
 from simfront.core.categories import kernel_category, short_name
 from simfront.core.errors import InputError
 from simfront.core.ncu import read_ncu_csv
+from simfront.core.paths import cache_root
 from simfront.gpu import GPU, config_hash, load_gpu, with_variants
 from simfront.stats.matching import align, launch_key
 from simfront.sweep.local import LocalExecutor
@@ -307,8 +308,7 @@ def pair_timeline(trace: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
 def default_cache_dir() -> Path:
     """The what-if job store's directory: ``$SIMFRONT_CACHE/whatif``, else
     ``~/.cache/simfront/whatif``."""
-    env = os.environ.get("SIMFRONT_CACHE")
-    return (Path(env) if env else Path.home() / ".cache" / "simfront") / "whatif"
+    return cache_root() / "whatif"
 
 
 def model_source_hash() -> str:

@@ -18,3 +18,10 @@ def shared_dir() -> Path:
     """The shared reference data: ``$SIMFRONT_SHARED``, else ``../shared`` beside the repo."""
     env = os.environ.get("SIMFRONT_SHARED")
     return Path(env) if env else REPO_ROOT.parent / "shared"
+
+
+def cache_root() -> Path:
+    """Where simfront keeps what it can make again (decoded traces, prepared kernels, the
+    what-if store): ``$SIMFRONT_CACHE``, else ``~/.cache/simfront``."""
+    env = os.environ.get("SIMFRONT_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "simfront"

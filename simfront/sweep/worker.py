@@ -168,15 +168,16 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
 
 
 def _trim_model_cache() -> None:
-    """The model's prepared kernels on disk held under ``SIMFRONT_CACHE_MAX_GB`` before each
-    model job (so the cache exceeds it by one job's at most): a many-configuration sweep
-    otherwise fills the disk its results go to. Before, not after: nothing may come between
+    """The model's prepared kernels and the decoded traces on disk each held under
+    ``SIMFRONT_CACHE_MAX_GB`` before each model job (so the cache exceeds it by one job's
+    at most): a many-configuration sweep otherwise fills the disk its results go to. Before, not after: nothing may come between
     a backend's work and its result being written, where a stop would make it run twice."""
     from simfront.sim.model.api import prepared_cache_dir
+    from simfront.traces import decoded
 
-    where = prepared_cache_dir()
-    if where is not None:
-        trim(where, max_bytes())
+    for where, pattern in ((prepared_cache_dir(), "*.pkl"), (decoded.cache_dir(), "*.chunks")):
+        if where is not None:
+            trim(where, max_bytes(), pattern)
 
 
 def _log_run(sweep_dir: Path, job_id: str, attempt: int, host: str, pid: int, started: float,

@@ -24,6 +24,7 @@ import numpy as np
 import zstandard
 
 from simfront.core.errors import TraceFormatError
+from simfront.traces import decoded
 from simfront.traces.header import KernelHeader, parse_header
 from simfront.traces.instructions import (
     OPTABLE_SIZE, Instruction, InstructionChunk, error_field, finish_warp_state,
@@ -149,61 +150,101 @@ class KernelTrace:
     def iter_chunks(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[InstructionChunk]:
         """The body as columnar chunks, checked as it goes: a malformed line, a warp whose
         instruction count differs from its ``insts =`` line, or a file cut mid-line raise
-        TraceFormatError naming the file and line."""
+        TraceFormatError naming the file and line. A trace read before comes from its
+        decoded copy (``decoded``), the same chunks."""
+        kept_at = decoded.path_for(self.path, chunk_bytes)
+        kept = decoded.read(kept_at) if kept_at is not None else None
+        if kept is None:
+            yield from self._scan(chunk_bytes, kept_at)
+            return
+        self._header, chunks = kept
+        n = 0
+        try:
+            for chunk in chunks:
+                yield chunk
+                n += 1
+            return
+        except ValueError:
+            kept_at.unlink(missing_ok=True)
+        # the copy is damaged past its n-th chunk: the text's chunks from there
+        for i, chunk in enumerate(self._scan(chunk_bytes, None)):
+            if i >= n:
+                yield chunk
+
+    def _scan(self, chunk_bytes: int, keep_at: Path | None) -> Iterator[InstructionChunk]:
+        """The body's chunks scanned from the text; written to ``keep_at`` (``decoded``)
+        once all of it was read without an error."""
         with _Stream(self.path) as stream:
             header, first = _read_header(stream)
             self._header = header
-            version = header.tracer_version
-            lineinfo = header.lineinfo
-            op_keys = np.zeros(OPTABLE_SIZE, np.uint64)
-            op_vals = np.full(OPTABLE_SIZE, -1, np.int32)
-            op_count = np.zeros(1, np.int64)
-            op_first = np.zeros((OPTABLE_SIZE, 3), np.int64)
-            opcodes: list[str] = []
-            tb, warp, line = -1, -1, stream.line - (1 if first else 0)
-            carry = first
-            wst = new_warp_state(header.warps_per_block)
-            eof = False
-            while not eof:
-                block = stream.read(chunk_bytes)
-                eof = not block
-                data = carry + block
-                if eof:
-                    cut = len(data)
-                    if data and not data.endswith(b"\n"):
-                        tail = data[data.rfind(b"\n") + 1:]
-                        if tail.strip():
-                            bad = line + data.count(b"\n")
-                            raise TraceFormatError(
-                                "file ends in the middle of a line (truncated?)", self.path, bad)
-                else:
-                    cut = data.rfind(b"\n") + 1
-                    if cut == 0:
-                        carry = data
-                        continue
-                carry = data[cut:]
+            keep = decoded.Writer(keep_at, header) if keep_at is not None else None
+            try:
+                yield from self._scan_body(stream, header, first, chunk_bytes, keep)
+                if keep is not None:
+                    keep.commit()
+            finally:
+                if keep is not None:
+                    keep.abandon()
+
+    def _scan_body(self, stream: "_Stream", header: KernelHeader, first: bytes,
+                   chunk_bytes: int, keep: "decoded.Writer | None") -> Iterator[InstructionChunk]:
+        """The scan itself (``instructions.scan_body``), buffer by buffer, each chunk
+        handed to ``keep`` too."""
+        version = header.tracer_version
+        lineinfo = header.lineinfo
+        op_keys = np.zeros(OPTABLE_SIZE, np.uint64)
+        op_vals = np.full(OPTABLE_SIZE, -1, np.int32)
+        op_count = np.zeros(1, np.int64)
+        op_first = np.zeros((OPTABLE_SIZE, 3), np.int64)
+        opcodes: list[str] = []
+        tb, warp, line = -1, -1, stream.line - (1 if first else 0)
+        carry = first
+        wst = new_warp_state(header.warps_per_block)
+        eof = False
+        while not eof:
+            block = stream.read(chunk_bytes)
+            eof = not block
+            data = carry + block
+            if eof:
+                cut = len(data)
+                if data and not data.endswith(b"\n"):
+                    tail = data[data.rfind(b"\n") + 1:]
+                    if tail.strip():
+                        bad = line + data.count(b"\n")
+                        raise TraceFormatError(
+                            "file ends in the middle of a line (truncated?)", self.path, bad)
+            else:
+                cut = data.rfind(b"\n") + 1
                 if cut == 0:
+                    carry = data
                     continue
-                buf = np.frombuffer(data, dtype=np.uint8, count=cut)
-                before = int(op_count[0])
-                out = scan_body(buf, 0, cut, line, tb, warp, version, lineinfo,
-                                op_keys, op_vals, op_count, op_first, wst)
-                (n, c_tb, c_warp, pc, mask, op, ndst, dst, nsrc, src, width, mode, addr_off,
-                 addrs, imm, c_line, tb_xyz, tb, warp, next_line, err,
-                 err_line) = out
-                if err:
-                    self._raise_line_error(data, line, err, err_line, version, lineinfo, header)
-                for k in range(before, int(op_count[0])):
-                    off, length = int(op_first[k, 0]), int(op_first[k, 1])
-                    opcodes.append(data[off:off + length].decode())
-                line = next_line
-                coords = {int(tb - len(tb_xyz) + 1 + i): (int(x), int(y), int(z))
-                          for i, (x, y, z) in enumerate(tb_xyz)}
-                yield InstructionChunk(c_tb, c_warp, pc, mask, op, ndst, dst, nsrc, src, width,
-                                       mode, addr_off, addrs, imm, c_line, list(opcodes), coords)
-            err, err_line = finish_warp_state(wst, tb)
+            carry = data[cut:]
+            if cut == 0:
+                continue
+            buf = np.frombuffer(data, dtype=np.uint8, count=cut)
+            before = int(op_count[0])
+            out = scan_body(buf, 0, cut, line, tb, warp, version, lineinfo,
+                            op_keys, op_vals, op_count, op_first, wst)
+            (n, c_tb, c_warp, pc, mask, op, ndst, dst, nsrc, src, width, mode, addr_off,
+             addrs, imm, c_line, tb_xyz, tb, warp, next_line, err,
+             err_line) = out
             if err:
-                self._raise_line_error(b"", line, err, err_line, version, lineinfo, header)
+                self._raise_line_error(data, line, err, err_line, version, lineinfo, header)
+            for k in range(before, int(op_count[0])):
+                off, length = int(op_first[k, 0]), int(op_first[k, 1])
+                opcodes.append(data[off:off + length].decode())
+            line = next_line
+            coords = {int(tb - len(tb_xyz) + 1 + i): (int(x), int(y), int(z))
+                      for i, (x, y, z) in enumerate(tb_xyz)}
+            chunk = InstructionChunk(c_tb, c_warp, pc, mask, op, ndst, dst, nsrc, src,
+                                     width, mode, addr_off, addrs, imm, c_line,
+                                     list(opcodes), coords)
+            if keep is not None:
+                keep.add(chunk)
+            yield chunk
+        err, err_line = finish_warp_state(wst, tb)
+        if err:
+            self._raise_line_error(b"", line, err, err_line, version, lineinfo, header)
 
     def _raise_line_error(self, data: bytes, first_line: int, err: int, err_line: int,
                           version: int, lineinfo: bool, header: KernelHeader) -> None:

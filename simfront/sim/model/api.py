@@ -16,6 +16,7 @@ from simfront.sim.model.clock import at_clock, known_clock, run_clock
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.sim.model.simulate import cache_key, narrowed, prepare_kernel, time_prepared
+from simfront.core.paths import cache_root
 from simfront.core.provenance import sha256_file
 from simfront.traces import reader
 
@@ -39,8 +40,7 @@ def prepared_cache_dir() -> Path | None:
     (default ``~/.cache/simfront/prepared``); None when ``SIMFRONT_MODEL_CACHE`` is off."""
     if os.environ.get(DISK_CACHE_ENV, "").lower() in ("off", "0", "no", "false"):
         return None
-    env = os.environ.get("SIMFRONT_CACHE")
-    return (Path(env) if env else Path.home() / ".cache" / "simfront") / "prepared"
+    return cache_root() / "prepared"
 
 
 _source_hash: str | None = None
