@@ -4,7 +4,9 @@
 #   bash bench/device/heldout.sh "ho-m2-d1024 ho-m1" [STAGES]
 # STAGES (default "trace profile timeline"): which of the three to run for each set.
 # REQUIRE_GPU=H200 stops before any capture unless the GPU's name holds that string.
-# PROFILE=per-config profiles one launch per launch configuration instead of every launch.
+# PROFILE=per-config profiles one launch per launch configuration instead of every launch;
+# METRICS (default core) is the profile's metric set (full: warp states, sectors, pipes).
+# A profile of a set not traced in the same call goes to $OUT/<set>-ncu.tgz.
 # Carry: .carry/wheels (mamba_ssm), .carry/deps and .carry/nvbit/core (NVBit's public core: the tracer is
 # built there with `make tracer`, never part of the repository).
 # Results: $OUT/<set>.tgz (the stored set: traces, launches, ncu, whatif/), $OUT/logs.tgz.
@@ -42,9 +44,11 @@ for N in $1; do
   fi
   if has profile; then
     if [ "${PROFILE:-}" = per-config ]; then PC=--per-config; else PC=; fi
-    tm simfront profile $A --metrics core $PC -o $W/ncu_$N --trace-dir $S --timeout 300 \
+    TD=; [ -d $S ] && TD="--trace-dir $S"
+    tm simfront profile $A --metrics ${METRICS:-core} $PC -o $W/ncu_$N $TD --timeout 300 \
       > $W/logs/profile_$N.txt 2>&1; tail -3 $W/logs/profile_$N.txt
-    cp $W/ncu_$N/ncu*.csv $W/ncu_$N/ncu_matched.csv $S/ 2>/dev/null
+    if [ -d $S ]; then cp $W/ncu_$N/ncu*.csv $W/ncu_$N/ncu_matched.csv $S/ 2>/dev/null
+    else tar czf $OUT/$N-ncu.tgz -C $W ncu_$N; fi
   fi
   if has timeline; then
     TS=; [ -d $S ] && TS="--trace-set $S"
