@@ -1,14 +1,20 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
 # The model's record and trace-pass caches go to a folder of this run, not the user's
-# ~/.cache/simfront: tests must not fill or depend on it.
-os.environ.setdefault("SIMFRONT_CACHE", tempfile.mkdtemp(prefix="simfront-test-cache-"))
+# ~/.cache/simfront: tests must not fill or depend on it. The folder goes when the run
+# ends (a run leaves a few hundred MB there; runs left behind filled a disk).
+if "SIMFRONT_CACHE" not in os.environ:
+    _run_cache = tempfile.mkdtemp(prefix="simfront-test-cache-")
+    os.environ["SIMFRONT_CACHE"] = _run_cache
+    atexit.register(shutil.rmtree, _run_cache, ignore_errors=True)
 
 from simfront.core.paths import REPO_ROOT, shared_dir
 

@@ -141,6 +141,10 @@ def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
             "l2": l2, "l1_sm": l1_sm}
 
 
+#: The largest unsampled grid whose every block's rows the trace pass keeps when it fits in
+#: one wave (``_TracePass.one_wave``); a larger one times SM 0's own blocks.
+ONE_WAVE_MAX_BLOCKS = 64
+
 #: The most ways a simulated L1 set has: a more associative L1 (the H100 description's 4
 #: sets) is simulated with more sets of this many ways, which keeps the lookup cheap and
 #: changes LRU hit rates little at this associativity.
@@ -336,6 +340,11 @@ class _TracePass:
         self.readers = sharing.new_line_readers() if self.share else None
         self.dram_rows: list[tuple[np.ndarray, np.ndarray]] = []
         self.persistent = is_persistent(header.name, params)
+        # A grid whose blocks are all resident at once lasts as long as its slowest SM, not
+        # its average one: SM 0's timed blocks are then the heaviest traced blocks
+        # (finish), whose rows are all kept (a whole trace's only for a small grid)
+        self.one_wave = (not self.persistent and B <= S * occ.blocks_per_sm
+                         and (self.sampled is not None or B <= ONE_WAVE_MAX_BLOCKS))
         self.stores = tiles.StoreCounts() if self.persistent else None
         # per LDGSTS row of the trace: a prefetch past its loop's end, which reads nothing
         # (None: the kernel has no cp.async waits); how many of those rows went by
@@ -434,14 +443,18 @@ class _TracePass:
         return out
 
     def _keep_sm0(self, chunk, op, tb, out: MemOut, slots, rline) -> None:
-        """The rows of the blocks SM 0 runs (a sampled trace: the first traced ones)."""
-        sel = (tb < self.sm0_blocks) if self.sampled else (tb % self.S == 0)
+        """The rows of the blocks SM 0 runs (a sampled trace: the first traced ones; a
+        grid of one wave: every traced block, ``finish`` picks)."""
+        if self.one_wave:
+            sel = np.ones(tb.shape[0], np.bool_)
+        else:
+            sel = (tb < self.sm0_blocks) if self.sampled else (tb % self.S == 0)
         if not sel.any():
             return
         idx = np.nonzero(sel)[0]
         if self.share:
             self.timed.add(rline=rline[idx])
-        self.timed.add(tb=tb[idx] if self.sampled else tb[idx] // self.S,
+        self.timed.add(tb=tb[idx] if self.sampled or self.one_wave else tb[idx] // self.S,
                        warp=chunk.warp[idx].astype(np.int64), op=op[idx], pc=chunk.pc[idx],
                        ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
                        src=chunk.src[idx], width=chunk.mem_width[idx], level=out.level[idx],
@@ -563,6 +576,15 @@ class _TracePass:
         self.totals[5] += limit_dirty(self.l2state, int(self.params.l2.dirty_share * sectors))
         cols, warp_off, n_timed_blocks = self._sm0_rows(grid_share)
         sm0_blocks, W = self.sm0_blocks, self.W
+        if self.one_wave and n_timed_blocks:
+            # the grid's average block: the census's, where the header has one
+            census = self.header.census_warp_instructions
+            average = census / self.B if census else traced_instructions / n_blocks_trace
+            cols, warp_off, n_timed_blocks, heaviest = _slowest_sm_blocks(
+                cols, warp_off, n_timed_blocks, W, sm0_blocks, average)
+            # the slowest SM does at least the heaviest traced block's work, and at least
+            # an average block's
+            work_scale = max(1.0, average / heaviest)
         schedule = ""
         if self.persistent:
             schedule, work_scale = self._schedule(traced_instructions, traced_pipes,
@@ -616,6 +638,26 @@ def persistent_spread(n_blocks: int, sm_count: int, blocks_per_sm: int) -> float
     start later find no tiles left."""
     workers = min(n_blocks, sm_count * blocks_per_sm)
     return n_blocks / workers
+
+
+def _slowest_sm_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int,
+                       average: float):
+    """SM 0's rows cut to the ``n_want`` blocks the slowest SM of a one-wave grid runs at
+    once: the traced block with the most rows (of equal ones the first), and beside it
+    blocks of the grid's ``average`` work, each the traced block nearest it (the block
+    scheduler deals consecutive blocks to different SMs, so the heaviest's neighbours in
+    the trace are not its SM's), in block order. Returns them and the heaviest's rows."""
+    rows = warp_off[W * np.arange(1, n_have + 1)] - warp_off[W * np.arange(n_have)]
+    first = int(np.argmax(rows))
+    rest = np.delete(np.arange(n_have), first)
+    near = int(rest[np.argmin(np.abs(rows[rest] - average))]) if rest.size else first
+    keep = np.sort(np.array([first] + [near] * (n_want - 1), np.int64))
+    warps = (keep[:, None] * W + np.arange(W)).ravel()
+    starts, ends = warp_off[warps], warp_off[warps + 1]
+    idx = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
+    new_off = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
+    return ({k: np.ascontiguousarray(v[idx]) for k, v in cols.items()}, new_off, len(keep),
+            float(rows[first]))
 
 
 def _first_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want: int):
