@@ -644,14 +644,18 @@ def _slowest_sm_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_
                        average: float):
     """SM 0's rows cut to the ``n_want`` blocks the slowest SM of a one-wave grid runs at
     once: the traced block with the most rows (of equal ones the first), and beside it
-    blocks of the grid's ``average`` work, each the traced block nearest it (the block
-    scheduler deals consecutive blocks to different SMs, so the heaviest's neighbours in
-    the trace are not its SM's), in block order. Returns them and the heaviest's rows."""
+    blocks of the grid's ``average`` work (the block scheduler deals consecutive blocks to
+    different SMs, so the heaviest's neighbours in the trace are not its SM's): the other
+    traced blocks nearest the average (within 5% of it of the nearest), taken in turn, in
+    block order. Returns them and the heaviest's rows."""
     rows = warp_off[W * np.arange(1, n_have + 1)] - warp_off[W * np.arange(n_have)]
     first = int(np.argmax(rows))
     rest = np.delete(np.arange(n_have), first)
-    near = int(rest[np.argmin(np.abs(rows[rest] - average))]) if rest.size else first
-    keep = np.sort(np.array([first] + [near] * (n_want - 1), np.int64))
+    if rest.size == 0:
+        rest = np.array([first])
+    dist = np.abs(rows[rest] - average)
+    near = rest[dist <= dist.min() + 0.05 * average]
+    keep = np.sort(np.concatenate([[first], np.resize(near, n_want - 1)])).astype(np.int64)
     warps = (keep[:, None] * W + np.arange(W)).ravel()
     starts, ends = warp_off[warps], warp_off[warps + 1]
     idx = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])
