@@ -9,7 +9,9 @@ stays busy for the pipe's initiation interval). Results come after the pipe's la
 for memory after the latency of the deepest level the cache simulation found plus the time
 spent queueing for the SM's L1 data path, its share of the L2 bandwidth and its share of
 the DRAM bandwidth (token buckets). Barriers hold a warp until every live warp of its block
-arrives. Cycles in which nothing can issue are skipped in one step.
+arrives. Cycles in which nothing can issue are skipped in one step, and so is an SM's steady
+state: where its blocks repeat (a sampled trace's traced blocks, in turn) and its last
+windows of blocks took as long as each other, the windows after them are added, not run.
 
 Every sub-partition clock that does not issue is charged to one reason, that of the warp
 nearest to issuing: see ``REASONS``.
@@ -131,7 +133,10 @@ class SmConfig(NamedTuple):
     input port, which the whole GPU's stores share, is a bound on the kernel:
     ``simulate.memory_bounds``.) A global load holds the L1 for its sector slots at
     ``l1_sectors_per_clk``, at least ``load_instr_clk``. ``l2_bytes_per_clk`` and
-    ``dram_bytes_per_clk``: the SM's shares of the L2 and DRAM bandwidth."""
+    ``dram_bytes_per_clk``: the SM's shares of the L2 and DRAM bandwidth.
+    ``block_period``: the blocks of a steady-state window, a multiple of those after which
+    the rows repeat (0: no steady state is skipped); ``period_tolerance``: the standard
+    error, over the kernel's clocks, that the steady state's windows may be added with."""
 
     n_blocks: int
     warps_per_block: int
@@ -157,6 +162,8 @@ class SmConfig(NamedTuple):
     l2_bytes_per_clk: float
     dram_bytes_per_clk: float
     sector_bytes: float
+    block_period: int = 0
+    period_tolerance: float = 0.0
 
 
 class SmCounters(NamedTuple):
@@ -194,7 +201,10 @@ class SmState(NamedTuple):
     then, per sub-partition and pipe that count: the wait holds while ``wait_ok`` and the
     count is unchanged, so a scheduler reads it back instead of working it out again; per
     sub-partition, whether none of its warps changed since its last look found none ready
-    (``sp_clean``), and whether it held a live warp then."""
+    (``sp_clean``), and whether it held a live warp then; the steady-state sample
+    (``_steady``): windows started, the clocks at the sample's first and latest window
+    and the clocks added (``steady_t``), the sums of the windows' clocks and of their
+    squares, the counters at the sample's start and end."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -236,6 +246,10 @@ class SmState(NamedTuple):
     pipe_ver: np.ndarray
     sp_clean: np.ndarray
     sp_live: np.ndarray
+    steady_n: np.ndarray
+    steady_t: np.ndarray
+    steady_s: np.ndarray
+    steady_c: np.ndarray
 
 
 #: cp.async groups a warp's ring remembers: a wait looks at most this far back (a
@@ -243,6 +257,11 @@ class SmState(NamedTuple):
 ASYNC_GROUPS = 32
 
 QUEUE_L1, QUEUE_L2, QUEUE_DRAM, QUEUE_SHARED = 0, 1, 2, 3
+
+#: Windows of repeating blocks an SM runs before its steady-state sample starts, and the
+#: fewest windows the sample takes (``_steady``)
+STEADY_WARMUP = 2
+STEADY_MIN = 4
 
 
 def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
@@ -277,7 +296,10 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         wait_t=np.zeros(S, np.int64), wait_r=np.zeros(S, np.int64),
         wait_ver=np.zeros(S, np.int64), wait_ok=np.zeros(S, np.bool_),
         pipe_ver=np.zeros((P, ops.pipe_units.shape[0]), np.int64),
-        sp_clean=np.zeros(P, np.bool_), sp_live=np.zeros(P, np.bool_))
+        sp_clean=np.zeros(P, np.bool_), sp_live=np.zeros(P, np.bool_),
+        steady_n=np.zeros(1, np.int64), steady_t=np.zeros(3, np.int64),
+        steady_s=np.zeros(2, np.float64),
+        steady_c=np.zeros((2, P * N_REASONS + 2 * ops.pipe_units.shape[0] + 1), np.int64))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -713,6 +735,81 @@ def _advance(now, issued_any, cfg, st, out):
 
 
 @numba.njit(cache=True, _nrt=False)
+def _counters(cfg, out, into):
+    """SM 0's counters so far, flat: stall clocks (sub-partition, reason), per pipe its
+    busy clocks and issued instructions, warp cycles."""
+    c = 0
+    for sp in range(cfg.sub_partitions):
+        for r in range(N_REASONS):
+            into[c] = out.stall[sp, r]
+            c += 1
+    for p in range(out.pipe_busy.shape[0]):
+        into[c] = out.pipe_busy[p]
+        into[c + 1] = out.issued_pipe[p]
+        c += 2
+    into[c] = out.warp_cycles[0]
+
+
+@numba.njit(cache=True, _nrt=False)
+def _steady(now, next_block, cfg, st, out):
+    """At the start of a window of ``block_period`` blocks (whose rows repeat: a sampled
+    trace's): the windows since the first ``STEADY_WARMUP`` are a sample of the SM's
+    steady state. Once the sample's mean window, taken for every window left but the
+    last, is as good as the whole run to ``period_tolerance`` of the kernel's clocks (its
+    standard error over the windows left, at least ``STEADY_MIN`` windows), those windows
+    are added, not run: their clocks and counters at the sample's means. Returns
+    (next_block, the clocks added)."""
+    st.steady_n[0] += 1
+    seen = st.steady_n[0]
+    if seen <= STEADY_WARMUP:
+        return next_block, np.int64(0)
+    if seen == STEADY_WARMUP + 1:
+        st.steady_t[0] = now
+        st.steady_t[1] = now
+        _counters(cfg, out, st.steady_c[0])
+        return next_block, np.int64(0)
+    d = float(now - st.steady_t[1])
+    st.steady_t[1] = now
+    st.steady_s[0] += d
+    st.steady_s[1] += d * d
+    m = seen - STEADY_WARMUP - 1
+    left = (cfg.n_blocks - next_block) // cfg.block_period - 1
+    if m < STEADY_MIN or left < 1:
+        return next_block, np.int64(0)
+    mean = st.steady_s[0] / m
+    var = max(0.0, (st.steady_s[1] - m * mean * mean) / (m - 1))
+    error = left * np.sqrt(var / m)
+    if error > cfg.period_tolerance * (now + left * mean):
+        return next_block, np.int64(0)
+    # added at the sample's means; each sub-partition's clocks still add up to the
+    # clocks added (the rounding goes to its commonest reason)
+    q = left / m
+    added = np.int64(q * (now - st.steady_t[0]) + 0.5)
+    _counters(cfg, out, st.steady_c[1])
+    c = 0
+    for sp in range(cfg.sub_partitions):
+        rest = added
+        top = 0
+        for r in range(N_REASONS):
+            delta = st.steady_c[1, c + r] - st.steady_c[0, c + r]
+            a = np.int64(q * delta)
+            out.stall[sp, r] += a
+            rest -= a
+            if delta > st.steady_c[1, c + top] - st.steady_c[0, c + top]:
+                top = r
+        out.stall[sp, top] += rest
+        c += N_REASONS
+    for p in range(out.pipe_busy.shape[0]):
+        out.pipe_busy[p] += np.int64(q * (st.steady_c[1, c] - st.steady_c[0, c]) + 0.5)
+        out.issued_pipe[p] += np.int64(q * (st.steady_c[1, c + 1] - st.steady_c[0, c + 1])
+                                       + 0.5)
+        c += 2
+    out.warp_cycles[0] += np.int64(q * (st.steady_c[1, c] - st.steady_c[0, c]) + 0.5)
+    st.steady_t[2] = added
+    return next_block + left * cfg.block_period, added
+
+
+@numba.njit(cache=True, _nrt=False)
 def run_sm(rows, ops, cfg, st, out):
     """Simulate the blocks of one SM (``rows``: ``SmRows``; ``ops``: ``OpTiming``;
     ``cfg``: ``SmConfig``; ``st``: a fresh ``new_state``); returns the cycle at which the
@@ -721,6 +818,10 @@ def run_sm(rows, ops, cfg, st, out):
     next_block = 0
     now = np.int64(0)
     finish = np.int64(0)
+    skipped = np.int64(0)
+    # per-row waits are kept whole: no steady state is skipped then
+    K = cfg.block_period if out.row_wait.shape[0] == 0 else 0
+    snap_at = K if K > 0 else cfg.n_blocks + 1
     for r in range(cfg.blocks_per_sm):
         if next_block < cfg.n_blocks:
             _start_block(r, next_block, now, rows, cfg, st)
@@ -743,6 +844,11 @@ def run_sm(rows, ops, cfg, st, out):
             issued_any = issued_any or issued
         if not any_live:
             break
+        if next_block >= snap_at:
+            snap_at += K
+            next_block, skipped = _steady(now, next_block, cfg, st, out)
+            if skipped > 0:
+                snap_at = cfg.n_blocks + 1
         dt = _advance(now, issued_any, cfg, st, out)
         if dt < 0:
             break  # a barrier deadlock
@@ -755,4 +861,4 @@ def run_sm(rows, ops, cfg, st, out):
             out.stall[sp, R_MEM_LATENCY] += finish - now
         else:
             out.stall[sp, :] = 0
-    return finish
+    return finish + skipped

@@ -57,6 +57,14 @@ class IssueParams:
     #: Instruction-cache miss latency in DRAM load-to-use latencies: the code of a kernel
     #: is not in any cache after ncu's flush; calibrated.
     icache_miss_dram_share: float = 0.5
+    #: An SM whose blocks repeat (a sampled trace's) runs them in windows of at least
+    #: ``steady_waves`` waves; once the windows it ran, its first two left out, give the
+    #: clocks of the windows left with a standard error of at most ``steady_tolerance`` of
+    #: the kernel's clocks, those windows are added at the sample's means, not run
+    #: (``issue.run_sm``). Set by bench/bench_steady.py against runs of every block.
+    #: ``steady_waves`` 0 runs every block.
+    steady_waves: int = 4
+    steady_tolerance: float = 0.001
 
 
 @dataclass(frozen=True)

@@ -697,7 +697,18 @@ def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
         store_sectors_per_clk=float(params.stores.sectors_per_clk),
         store_instr_clk=float(params.stores.instr_clk),
         load_instr_clk=float(params.l1.load_instr_clk), l2_bytes_per_clk=l2_share,
-        dram_bytes_per_clk=dram_share, sector_bytes=float(gpu.l2.sector.bytes))
+        dram_bytes_per_clk=dram_share, sector_bytes=float(gpu.l2.sector.bytes),
+        block_period=_block_period(prep.repeat_from, occ.blocks_per_sm,
+                                   int(params.issue.steady_waves)),
+        period_tolerance=float(params.issue.steady_tolerance))
+
+
+def _block_period(repeat_from: int, blocks_per_sm: int, waves: int) -> int:
+    """The blocks of a steady-state window of ``issue.run_sm``: at least ``waves`` waves,
+    a multiple of the blocks after which SM 0's rows repeat (0: they do not)."""
+    if not repeat_from or waves <= 0:
+        return 0
+    return repeat_from * -(-waves * blocks_per_sm // repeat_from)
 
 
 class _Issuer:
