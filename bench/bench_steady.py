@@ -94,7 +94,8 @@ def bench_set(name: str, sms: int) -> SetRow:
 def render(rows: list[SetRow]) -> str:
     lines = [SECTION, "",
              "Issue 31, item 5. Each kernel of a set whose SM 0 runs repeating blocks, each "
-             "distinct row set once, at its unloaded DRAM latency, whole and with the steady "
+             "distinct row set once, at its unloaded DRAM latency, on the H100 description (its "
+             "SM count set), whole and with the steady "
              f"state added (`steady_waves` {DEFAULT_PARAMS.issue.steady_waves}, "
              f"`steady_tolerance` {DEFAULT_PARAMS.issue.steady_tolerance}); CPU seconds "
              "of the issue model alone, numba compiled beforehand, on this shared 2-core "
