@@ -144,6 +144,13 @@ def bandwidths(gpu, params: ModelParams) -> dict[str, float]:
 #: The largest unsampled grid whose every block's rows the trace pass keeps when it fits in
 #: one wave (``_TracePass.one_wave``); a larger one times SM 0's own blocks.
 ONE_WAVE_MAX_BLOCKS = 64
+#: Traced blocks whose warp instructions are within this share of the largest are alike
+#: (``working_blocks``)
+ALIKE_BLOCKS = 0.005
+#: The largest share of a grid taken as blocks that exit at once: a grid rounded up (to the
+#: SM count, to whole tiles) leaves a few; a larger shortfall is blocks that do other work
+#: than the traced ones (a causal kernel's tiles above the diagonal store zeros)
+ROUNDED_UP = 0.05
 
 #: The most ways a simulated L1 set has: a more associative L1 (the H100 description's 4
 #: sets) is simulated with more sets of this many ways, which keeps the lookup cheap and
@@ -330,6 +337,7 @@ class _TracePass:
         self.totals = np.zeros(N_TOTALS, np.int64)
         self.pipe_counts = np.zeros(N_PIPES, np.float64)
         self.n_instr = self.n_thread = self.flops = 0.0
+        self.block_rows = np.zeros(0, np.int64)   # warp instructions per traced block
         self.timed = _Timed()
         self.table = None
         self.n_ops = -1
@@ -378,6 +386,11 @@ class _TracePass:
         kind = table.kind[op]
         tb = chunk.tb.astype(np.int64)
         self.max_tb = max(self.max_tb, int(tb.max()))
+        per_block = np.bincount(tb)
+        if per_block.shape[0] > self.block_rows.shape[0]:
+            self.block_rows = np.pad(self.block_rows,
+                                     (0, per_block.shape[0] - self.block_rows.shape[0]))
+        self.block_rows[: per_block.shape[0]] += per_block
         lanes = _popcount32(chunk.mask)
         self.n_instr += n
         self.n_thread += float(lanes.sum())
@@ -576,6 +589,14 @@ class _TracePass:
         self.totals[5] += limit_dirty(self.l2state, int(self.params.l2.dirty_share * sectors))
         cols, warp_off, n_timed_blocks = self._sm0_rows(grid_share)
         sm0_blocks, W = self.sm0_blocks, self.W
+        if self.sampled and not self.one_wave and not self.persistent:
+            working = working_blocks(self.block_rows[:n_blocks_trace], self.B,
+                                     self.header.census_warp_instructions)
+            if working < self.B and -(-working // self.S) < sm0_blocks:
+                sm0_blocks = -(-working // self.S)
+                work_scale = 1.0
+                cols, warp_off, n_timed_blocks = _first_blocks(cols, warp_off,
+                                                               n_timed_blocks, W, sm0_blocks)
         if self.one_wave and n_timed_blocks:
             # the grid's average block: the census's, where the header has one
             census = self.header.census_warp_instructions
@@ -601,6 +622,27 @@ class _TracePass:
                         sample_scale=scale, work_scale=work_scale,
                         persistent=self.persistent, schedule=schedule,
                         warm_l2=self.carried is not None, repeat_from=repeat_from)
+
+
+def working_blocks(block_rows: np.ndarray, n_blocks: int, census: float | None) -> int:
+    """How many of a sampled grid's ``n_blocks`` blocks do the traced blocks' work, the
+    others next to none: where the traced blocks (``block_rows``: warp instructions each)
+    are all alike and the census's average block is lighter, the shortfall is taken as
+    whole blocks that exit at once (a grid of ``ceil(M / programs)`` rows a program whose
+    last programs find no rows), rounded to the nearest block, where they are at most
+    ``ROUNDED_UP`` of the grid. Else every block works (``n_blocks``)."""
+    if not census or block_rows.shape[0] < 4:
+        return n_blocks
+    full = float(block_rows.max())
+    if full <= 0 or block_rows.min() < (1 - ALIKE_BLOCKS) * full:
+        return n_blocks
+    average = census / n_blocks
+    if average >= full:
+        return n_blocks
+    working = max(1, min(n_blocks, int(round(n_blocks * average / full))))
+    if n_blocks - working > ROUNDED_UP * n_blocks:
+        return n_blocks
+    return working
 
 
 def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
