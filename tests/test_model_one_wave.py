@@ -1,4 +1,4 @@
-"""A grid of one wave is timed on its heaviest traced blocks (docs/model-issue.md, *A grid
+"""A grid of one wave is timed on its heaviest traced blocks (docs/model-grids.md, *A grid
 of one wave*), on the shipped H200 step `traces/h200-ho-m2-d512` (held out: nothing is
 fitted on it) and its ncu profile."""
 

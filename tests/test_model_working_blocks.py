@@ -1,5 +1,5 @@
 """A sampled grid whose traced blocks are alike and whose census's average block is lighter
-has blocks that exit at once (docs/model-issue.md, *Blocks that find no work*): on the
+has blocks that exit at once (docs/model-grids.md, *Blocks that find no work*): on the
 shipped H200 hybrid step `traces/h200-ho-hybrid`, mamba_ssm's `_layer_norm_bwd_kernel`
 (grid 132 = the SM count, 64 rows a program over 8,192 rows: programs 128-131 find none),
 against its green-context timelines on 64 and 32 SMs."""
