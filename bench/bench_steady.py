@@ -14,7 +14,6 @@ Run:
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,8 +21,6 @@ import numpy as np
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu, with_variants
 from simfront.sim.model import api, simulate
-from simfront.sim.model.issue import new_state, run_sm
-from simfront.sim.model.occupancy import occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.traces.reader import TraceSet
 
@@ -51,16 +48,8 @@ class SetRow:
 def _run(prep, gpu, params):
     """SM 0's clocks, stall counts, skipped clocks and CPU seconds of one issue-model run
     at the unloaded DRAM latency."""
-    occ = occupancy(prep.launch, gpu)
-    issuer = simulate._Issuer(prep, simulate.op_timing(prep, gpu, params),
-                              simulate._sm_config(prep, gpu, params, occ))
-    rows = issuer._rows()
-    cfg = issuer.cfg._replace(lat_dram=simulate.memory_latencies(gpu, params)["dram"])
-    out = simulate.new_counters(cfg.sub_partitions)
-    st = new_state(rows, issuer.ops, cfg)
-    t0 = time.process_time()
-    t = int(run_sm(rows, issuer.ops, cfg, st, out))
-    return t, out.stall.sum(axis=0), int(st.steady_t[2]), time.process_time() - t0
+    _, _, t, out, st, cpu = simulate.unloaded_run(prep, gpu, params)
+    return t, out.stall.sum(axis=0), int(st.steady_t[2]), cpu
 
 
 def bench_set(name: str, sms: int) -> SetRow:

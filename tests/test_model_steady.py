@@ -11,8 +11,6 @@ import pytest
 from simfront.core.paths import repo_dir
 from simfront.gpu import load_gpu
 from simfront.sim.model import simulate
-from simfront.sim.model.issue import new_state, run_sm
-from simfront.sim.model.occupancy import occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.traces.reader import KernelTrace
 
@@ -28,15 +26,7 @@ def prepared():
 
 def _run(prepared, params, keep_rows=False):
     prep, gpu = prepared
-    occ = occupancy(prep.launch, gpu)
-    issuer = simulate._Issuer(prep, simulate.op_timing(prep, gpu, params),
-                              simulate._sm_config(prep, gpu, params, occ))
-    rows = issuer._rows()
-    cfg = issuer.cfg._replace(lat_dram=simulate.memory_latencies(gpu, params)["dram"])
-    out = simulate.new_counters(cfg.sub_partitions, rows.pc.shape[0] if keep_rows else 0,
-                                cfg.blocks_per_sm * cfg.warps_per_block if keep_rows else 0)
-    st = new_state(rows, issuer.ops, cfg)
-    t = int(run_sm(rows, issuer.ops, cfg, st, out))
+    _, cfg, t, out, st, _ = simulate.unloaded_run(prep, gpu, params, keep_rows)
     return t, out, int(st.steady_t[2]), cfg
 
 

@@ -337,11 +337,11 @@ class _TracePass:
         self.totals = np.zeros(N_TOTALS, np.int64)
         self.pipe_counts = np.zeros(N_PIPES, np.float64)
         self.n_instr = self.n_thread = self.flops = 0.0
-        self.block_rows = np.zeros(0, np.int64)   # warp instructions per traced block
+        # warp instructions per traced block (their count: the traced blocks')
+        self.block_rows = np.zeros(0, np.int64)
         self.timed = _Timed()
         self.table = None
         self.n_ops = -1
-        self.max_tb = -1
         # the traced blocks' coordinates and the lines they share (sampled traces only)
         self.share = self.sampled is not None
         self.tb_xyz = self.tb_rank = np.zeros((0, 3), np.int64)
@@ -385,7 +385,6 @@ class _TracePass:
         op = chunk.op.astype(np.int64)
         kind = table.kind[op]
         tb = chunk.tb.astype(np.int64)
-        self.max_tb = max(self.max_tb, int(tb.max()))
         per_block = np.bincount(tb)
         if per_block.shape[0] > self.block_rows.shape[0]:
             self.block_rows = np.pad(self.block_rows,
@@ -575,7 +574,7 @@ class _TracePass:
 
     def finish(self, wall_s: float) -> Prepared:
         """The pass's counts scaled to the grid and SM 0's rows, as a ``Prepared``."""
-        n_blocks_trace = self.max_tb + 1
+        n_blocks_trace = self.block_rows.shape[0]
         grid_share = None
         if self.share:
             grid_share = _shared_reads(self.ln, self.tb_xyz[:n_blocks_trace], self.readers,
@@ -810,17 +809,28 @@ def op_timing(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> Op
                     units.astype(np.int64))
 
 
-def row_waits(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS):
-    """One issue-model run of a prepared kernel (at the unloaded DRAM latency) that keeps
-    each row's wait: SM 0's rows (``SmRows``) and ``SmCounters.row_wait`` per row."""
+def unloaded_run(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS,
+                 keep_rows: bool = False):
+    """One issue-model run of a prepared kernel at its unloaded DRAM latency: SM 0's rows
+    (``SmRows``), the ``SmConfig``, SM 0's clocks, its ``SmCounters`` (``keep_rows``: with
+    each row's wait), its end ``SmState`` and the run's CPU seconds."""
     occ = occupancy(prep.launch, gpu)
     issue = _Issuer(prep, op_timing(prep, gpu, params), _sm_config(prep, gpu, params, occ))
     rows = issue._rows()
     cfg = issue.cfg._replace(lat_dram=memory_latencies(gpu, params)["dram"])
-    out = new_counters(cfg.sub_partitions, rows.pc.shape[0],
-                       cfg.blocks_per_sm * cfg.warps_per_block)
+    out = new_counters(cfg.sub_partitions, rows.pc.shape[0] if keep_rows else 0,
+                       cfg.blocks_per_sm * cfg.warps_per_block if keep_rows else 0)
+    st = new_state(rows, issue.ops, cfg)
+    t, c0 = 0, time.process_time()
     if cfg.n_blocks:
-        run_sm(rows, issue.ops, cfg, new_state(rows, issue.ops, cfg), out)
+        t = int(run_sm(rows, issue.ops, cfg, st, out))
+    return rows, cfg, t, out, st, time.process_time() - c0
+
+
+def row_waits(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS):
+    """One issue-model run of a prepared kernel (at the unloaded DRAM latency) that keeps
+    each row's wait: SM 0's rows (``SmRows``) and ``SmCounters.row_wait`` per row."""
+    rows, _, _, out, _, _ = unloaded_run(prep, gpu, params, keep_rows=True)
     return rows, out.row_wait
 
 
