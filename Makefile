@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 # that a file's fixtures are built once: the machine's cores, at most 4.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaffinity(0))))")
 
-.PHONY: install test demo bench tracer clean
+.PHONY: install test demo bench tracer ptx clean
 
 install:
 	$(PIP) install -q -e '.[test]'
@@ -23,6 +23,14 @@ bench:
 # Builds our NVBit tracer against the user's NVBit (never part of this repo).
 tracer:
 	$(MAKE) -C simfront/capture/tracer NVBIT_DIR=$(NVBIT_DIR)
+
+# The shared-memory hold's kernels as PTX (the package loads it through the driver, so a
+# user's machine needs no compiler); its first line names the source's sha256.
+HOLD = simfront/workloads/cuda/shared_hold
+ptx:
+	nvcc -arch=sm_90 -ptx -O3 $(HOLD).cu -o $(HOLD).ptx.tmp
+	{ echo "// from shared_hold.cu sha256 $$(sha256sum $(HOLD).cu | cut -d' ' -f1)"; \
+	  cat $(HOLD).ptx.tmp; } > $(HOLD).ptx && rm $(HOLD).ptx.tmp
 
 clean:
 	rm -rf out build *.egg-info .pytest_cache

@@ -11,7 +11,7 @@ from simfront.gpu.sm import VECTOR_PIPES
 def test_variant_params_are_documented():
     assert set(VARIANT_PARAMS) == {"tensor_vector_ratio", "ratio_mode", "l2_size", "sm_count",
                                    "dram_bandwidth", "clock", "empty_kernel_ns", "clock_limits",
-                                   "raw"}
+                                   "shared_held", "raw"}
     assert all(len(p.doc) > 20 for p in VARIANT_PARAMS.values())
     assert VARIANT_PARAMS["ratio_mode"].choices == ("scale_vector", "scale_tensor")
 

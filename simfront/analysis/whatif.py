@@ -90,7 +90,7 @@ class Condition:
         return with_variants(g, **dict(self.variants)) if self.variants else g
 
 
-_LABEL = re.compile(r"([a-z]+\d+)-(all|sms(\d+)|l2set(\d+))")
+_LABEL = re.compile(r"([a-z]+\d+)-(all|sms(\d+)|l2set(\d+)|shmem(\d+)k)")
 
 #: The description of a GPU seen from another's base where it is not the GPU's own preset:
 #: the H100 sets' H200 is ``h100-as-h200``, the H100 with the H200's DRAM bandwidth, L2 and
@@ -146,6 +146,12 @@ def condition(label: str, base: str = "h100") -> Condition:
                              f"L2 of {preset}'s {desc.l2.size}")
         return Condition(label, f"{prefix}L2 less {n} MiB set aside", preset,
                          (("l2_size", f"{left} MiB"),))
+    if m.group(5):
+        # A block on every SM keeps N KiB of shared memory around each launch of the held
+        # kernels (`simfront timeline --hold-shared N`): fewer of their blocks fit an SM.
+        n = int(m.group(5))
+        return Condition(label, f"{prefix}{n} KiB of shared memory held", preset,
+                         (("shared_held", f"{n} KiB"),))
     return Condition(label, gpu.upper() if own else _gpu_title(desc.replace(name=gpu)),
                      preset)
 
@@ -360,9 +366,10 @@ def launch_facts(trace_dir: str | Path) -> dict[str, dict]:
     return {p.kernel.path.name: p.launch for p in pairs}
 
 
-def model_job(trace_dir: str | Path, gpu: GPU, l2: str = "cold") -> JobSpec:
-    """The job store's job for the model's run of a trace set on ``gpu`` with the L2 mode
-    ``l2``. Its id is the sweep's (:func:`simfront.sweep.plan.job_id_for`) over the set's
+def model_job(trace_dir: str | Path, gpu: GPU, l2: str = "cold",
+              kernels: tuple[str, ...] | None = None) -> JobSpec:
+    """The job store's job for the model's run of a trace set (its launches of ``kernels``,
+    names or patterns; None: all) on ``gpu`` with the L2 mode ``l2``. Its id is the sweep's (:func:`simfront.sweep.plan.job_id_for`) over the set's
     content hash, the GPU's config hash, the model's source hash (as the backend version)
     and the options (the L2 mode and the launches' registers and shared memory)."""
     from simfront.sim.model.backend import MODEL_VERSION
@@ -373,24 +380,24 @@ def model_job(trace_dir: str | Path, gpu: GPU, l2: str = "cold") -> JobSpec:
     options = {"l2": l2, "launches": launch_facts(trace_dir)}
     tset = trace_set_hash(trace_dir)
     return JobSpec(
-        job_id=job_id_for(tset, None, chash, "model", version, options),
+        job_id=job_id_for(tset, kernels, chash, "model", version, options),
         workload=trace_dir.name, trace_dir=str(trace_dir), trace_hash=tset,
         trace_bytes=sum(f.stat().st_size for f in trace_dir.glob("kernel-*.traceg*")),
-        kernels=None, base_gpu=gpu.name, params={}, config=gpu.name, config_hash=chash,
+        kernels=kernels, base_gpu=gpu.name, params={}, config=gpu.name, config_hash=chash,
         gpu=gpu, backend="model", backend_version=version, options=options)
 
 
 def _requeue_stale(store: JobStore, directory: Path, ids: set[str]) -> None:
     """Jobs of ``ids`` that a stopped process left running go back to the queue (the
-    worker's lock and result file make running one twice harmless), and failed ones
-    without a readable result are queued again."""
+    worker's lock and result file make running one twice harmless), and failed ones are
+    queued again: what failed them (a trace being written, a killed worker) may be gone."""
     stale = [(r["job_id"], r["attempts"]) for r in store.running() if r["job_id"] in ids]
     if stale:
         store.release(stale, "what-if: left running by a stopped process")
     t = store.table()
-    for job_id in t.job_id[(t.state == "failed") & t.job_id.isin(ids)]:
-        if read_result(job_dir(directory, job_id) / "result.json")[0] is None:
-            store.retry([job_id])
+    failed = t.job_id[(t.state == "failed") & t.job_id.isin(ids)].tolist()
+    if failed:
+        store.retry(failed)
 
 
 def _run_here(store: JobStore, directory: Path, ids: set[str],
@@ -457,6 +464,9 @@ def job_records(directory: Path, job: JobSpec) -> pd.DataFrame:
     result, why = read_result(path)
     if result is None:
         raise InputError(f"no model result for {job.workload} on {job.config} ({why})", path)
+    if not result.get("ok") and not result.get("records"):
+        raise InputError(f"the model failed on {job.workload} on {job.config}: "
+                         f"{result.get('reason')}", path)
     recs = pd.DataFrame(result.get("records") or [])
     trace_dir = Path(job.trace_dir)
     trace_files = {int(k.split("-")[1].split(".")[0]): k for k in
@@ -469,14 +479,15 @@ def job_records(directory: Path, job: JobSpec) -> pd.DataFrame:
 
 def model_records(trace_dir: str | Path, gpu: GPU, cache_dir: Path | None = None,
                   progress: Callable[[str], None] | None = None,
-                  l2: str = "cold") -> pd.DataFrame:
-    """The model's records for every launch of ``trace_dir`` on ``gpu``, indexed by trace
-    file name: the what-if job store's job (:func:`model_job`), run unless done.
+                  l2: str = "cold", kernels: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The model's records for every launch of ``trace_dir`` (of ``kernels``: names or
+    patterns) on ``gpu``, indexed by trace file name: the what-if job store's job
+    (:func:`model_job`), run unless done.
     Registers and shared memory come from the set's ``ncu.csv`` where it has one (as in
     bench_model). ``l2``: ``cold`` (the model's own default, what comparisons with ncu
     need) or ``warm`` (the model backend's ``l2`` option); the what-if comparison passes
     :data:`DEFAULT_L2`."""
-    job = model_job(trace_dir, gpu, l2)
+    job = model_job(trace_dir, gpu, l2, kernels)
     directory = run_model_jobs([job], cache_dir, progress=progress)
     return job_records(directory, job)
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import click
 
-from simfront.analysis.whatif import pair_timeline, read_timeline, trace_launches
+from simfront.analysis.whatif import pair_timeline, trace_launches
+from simfront.core.ncu import read_ncu_csv
 from simfront.capture.driver import Step, match_profile, profile, trace
 from simfront.capture.tracers import Sampling, Window, resolve_tracer
 from simfront.core.timeline import store_beside
 from simfront.workloads.green import parse_sms
 from simfront.workloads.run import parse_sets
+from simfront.workloads.shared_hold import parse_kib
 from simfront.workloads.timelines import run_timelines
 from simfront.workloads.workload import build
 from simfront.capture.script_timeline import run_script_timelines
@@ -126,6 +128,14 @@ def match_cmd(ncu_csv, trace_dir, out):
               help="SM counts to time the step on (CUDA green contexts); 'all': the whole GPU.")
 @click.option("--l2-setaside", type=int, metavar="MIB", default=None,
               help="Also time the whole GPU with MIB of L2 held by persisting lines.")
+@click.option("--hold-shared", metavar="KIB[,KIB...]", default=None,
+              help="Also time the whole GPU with KIB of shared memory held on every SM "
+                   "around each launch of the held Triton kernels (condition shmem<KIB>k; "
+                   "a registered workload only).")
+@click.option("--hold-kernels", multiple=True, metavar="PATTERN", default=("*",),
+              show_default=True,
+              help="Which of mamba_ssm's Triton kernels --hold-shared holds (fnmatch, "
+                   "repeatable).")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for timeline-<condition>.csv/.json.")
 @click.option("--trace-set", type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -135,16 +145,20 @@ def match_cmd(ncu_csv, trace_dir, out):
 @click.option("--device", default="cuda", show_default=True)
 @click.option("--timeout", default=1800.0, show_default=True,
               help="Seconds per condition (a script's run).")
-def timeline_cmd(workload, script_args, preset, iterations, sets, sms, l2_setaside, out,
-                 trace_set, force, device, timeout):
+def timeline_cmd(workload, script_args, preset, iterations, sets, sms, l2_setaside,
+                 hold_shared, hold_kernels, out, trace_set, force, device, timeout):
     """Time every kernel of WORKLOAD's steady-state step with CUPTI, on the whole GPU or on
     a green context's SMs: the hardware side of a what-if (see docs/capture.md).
 
     WORKLOAD is a registered workload, or a .py script followed by its arguments: the
     script's torch.cuda.profiler.start()/stop() window is timed, one run per condition."""
 
+    holds = parse_kib(hold_shared) if hold_shared else []
     if workload.endswith(".py"):
 
+        if holds:
+            raise click.UsageError("--hold-shared holds a registered workload's kernels, "
+                                   "not a script's")
         if sets:
             raise click.UsageError("--set overrides a registered workload's config; a "
                                    "script takes its own arguments")
@@ -157,24 +171,29 @@ def timeline_cmd(workload, script_args, preset, iterations, sets, sms, l2_setasi
                                    f".py script takes arguments)")
         wl = build(workload, preset, device=device, overrides=parse_sets(list(sets)))
         summaries = run_timelines(wl, parse_sms(sms), out, warmup=max(1, iterations - 1),
-                                  l2_setaside_mb=l2_setaside)
+                                  l2_setaside_mb=l2_setaside, shared_hold_kib=tuple(holds),
+                                  hold_kernels=tuple(hold_kernels))
     report = []
     for s in summaries:
         row = {"condition": s.label, "device": s.device_name, "sms": s.sms,
                "launches": s.launches, "kernel_ms": s.kernel_ms, "step_ms": s.step_ms,
                "busy_share": s.busy_share, "peak_mem_bytes": s.peak_mem_bytes}
         if trace_set is not None:
-            row.update(store_and_pair(out, s.label, trace_set, force))
+            # a hold's run keeps its own base beside its held conditions: another
+            # process's autotuning may tile some kernels otherwise
+            row.update(store_and_pair(out, s.label, trace_set, force,
+                                      "hold" if holds else "whatif"))
         report.append(row)
     click.echo(json.dumps(report, indent=1))
 
 
-def store_and_pair(out: Path, label: str, trace_set: Path, force: bool) -> dict:
-    """Store one condition's timeline in the trace set's whatif/ folder and say how its
-    launches paired with the set's."""
+def store_and_pair(out: Path, label: str, trace_set: Path, force: bool,
+                   folder: str = "whatif") -> dict:
+    """Store one condition's timeline in the trace set's ``folder`` (whatif/, or hold/ for
+    a run with shared memory held) and say how its launches paired with the set's."""
 
-    csv_out, _ = store_beside(out, label, trace_set, force=force)
-    tl, _ = read_timeline(trace_set, csv_out.name.split(".")[0])
+    csv_out, _ = store_beside(out, label, trace_set, force=force, folder=folder)
+    tl = read_ncu_csv(csv_out)
     pairs = pair_timeline(trace_launches(trace_set), tl)
     return {"stored": str(csv_out),
             "paired": {str(k): int(v) for k, v in pairs.match.value_counts(dropna=False).items()}}

@@ -301,17 +301,18 @@ def gpu_prefix(device_name: str) -> str:
 
 
 def store_beside(timeline_dir: str | Path, label: str, trace_dir: str | Path,
-                 force: bool = False) -> tuple[Path, Path]:
+                 force: bool = False, folder: str = "whatif") -> tuple[Path, Path]:
     """Copy ``timeline-<label>.{csv,json}`` of ``timeline_dir`` into the trace set's
-    ``whatif/`` folder as ``<gpu>-<label>.csv.xz`` and ``.json`` (the names
-    :mod:`simfront.analysis.whatif` reads). An existing timeline there is kept unless
-    ``force``."""
+    ``folder`` (``whatif/``; ``hold/`` for a shared-memory hold's run, see
+    :mod:`simfront.analysis.occupancy`) as ``<gpu>-<label>.csv.xz`` and ``.json`` (the
+    names :mod:`simfront.analysis.whatif` reads). An existing timeline there is kept
+    unless ``force``."""
     src = Path(timeline_dir)
     csv_in, js_in = src / f"timeline-{label}.csv", src / f"timeline-{label}.json"
     summary = read_timeline_json(js_in)
     if not csv_in.is_file():
         raise InputError("timeline CSV missing", csv_in)
-    dest = Path(trace_dir) / "whatif"
+    dest = Path(trace_dir) / folder
     stem = f"{gpu_prefix(summary.device_name)}-{label}"
     csv_out, js_out = dest / f"{stem}.csv.xz", dest / f"{stem}.json"
     if not force and (csv_out.exists() or js_out.exists()):

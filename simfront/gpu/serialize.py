@@ -29,7 +29,10 @@ def to_plain(obj: Any) -> Any:
         # "2/3" stays exact where a float would not; a whole number stays a number
         return obj.numerator if obj.denominator == 1 else str(obj)
     if dataclasses.is_dataclass(obj):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        # a field marked omit_if_default is written only where it is set, so adding one
+        # leaves every description's text and hash as it was
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not (f.metadata.get("omit_if_default") and getattr(obj, f.name) == f.default)}
     if isinstance(obj, tuple) and obj and all(isinstance(x, tuple) and len(x) == 2
                                               for x in obj):
         return {k: v for k, v in obj}

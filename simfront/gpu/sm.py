@@ -19,6 +19,9 @@ PIPES = ("tensor", "fp32", "fp16", "int", "sfu", "fp64", "lsu", "cbu", "uniform"
 # Pipes that a "vector" scaling multiplies: the CUDA-core side of the SM (FP32 and FP16
 # FMA, INT32, special functions). FP64 is left alone: it is a separate product decision.
 VECTOR_PIPES = ("fp32", "fp16", "int", "sfu")
+#: Shared memory the runtime reserves per block, shared memory or not (CUDA programming
+#: guide, cc 8.0 and later).
+SHMEM_RESERVED = 1024
 TENSOR_DTYPES = ("bf16", "fp16", "tf32", "fp8", "int8", "fp64")
 
 
@@ -131,6 +134,9 @@ class RegisterFile:
         -gpgpu_reg_file_port_throughput); scaled with the vector width by variants.
     collector_units: operand collector units per SM (generic collectors).
     max_per_thread: architectural limit per thread.
+    held_on_one: registers that a warp of another kernel, resident on every SM, holds in one
+        sub-partition (the ``shared_held`` variant's holder); 0 in a GPU's own description,
+        and then left out of it.
     """
 
     registers: int
@@ -138,6 +144,7 @@ class RegisterFile:
     read_ports: int
     collector_units: int
     max_per_thread: int = 255
+    held_on_one: int = field(default=0, metadata={"omit_if_default": True})
 
     @property
     def size(self) -> Size:

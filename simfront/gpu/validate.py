@@ -53,7 +53,8 @@ def _walk(obj: Any, path: str = "") -> Iterable[tuple[str, Any]]:
 
 
 # Fields that may be zero (a pipe with no units, the zero shared-memory carve-out, ...).
-_MAY_BE_ZERO = ("units", "shared_carveouts", "latency", "fma_per_clk", "mshr_entries")
+_MAY_BE_ZERO = ("units", "shared_carveouts", "latency", "fma_per_clk", "mshr_entries",
+                "held_on_one")
 
 
 def _check_positive(gpu: GPU) -> None:
@@ -111,6 +112,9 @@ def validate_description(gpu: GPU, pipes_used: "Iterable[str] | None" = None) ->
         if value % sm.sub_partitions:
             raise _err(f"{value} must split evenly over {sm.sub_partitions} sub-partitions",
                        f"sm.registers.{field}")
+    if not 0 <= regs.held_on_one < regs.registers // sm.sub_partitions:
+        raise _err(f"{regs.held_on_one} registers held must leave some of a sub-partition's "
+                   f"{regs.registers // sm.sub_partitions}", "sm.registers.held_on_one")
     if sm.max_warps % sm.sub_partitions:
         raise _err(f"{sm.max_warps} warps must split evenly over {sm.sub_partitions} "
                    f"schedulers", "sm.max_warps")

@@ -17,7 +17,7 @@ from typing import Any
 from simfront.core.errors import ConfigError
 from simfront.gpu.derived import tensor_vector_ratio as current_ratio
 from simfront.gpu.gpu import GPU
-from simfront.gpu.sm import TENSOR_DTYPES, VECTOR_PIPES, Pipe, TensorRates
+from simfront.gpu.sm import SHMEM_RESERVED, TENSOR_DTYPES, VECTOR_PIPES, Pipe, TensorRates
 from simfront.gpu.units import Bandwidth, Frequency, Size
 from simfront.gpu.validate import legal_set_counts
 
@@ -59,6 +59,12 @@ VARIANT_PARAMS: dict[str, VariantParam] = {p.name: p for p in (
     VariantParam("clock_limits", "choice", "'none': every kernel at the core clock, as if "
                  "the SM clock never fell under load (the H100's clock_limits hold tensor "
                  "work at 0.91-0.96 of it and the large GEMMs at the power cap).", ("none",)),
+    VariantParam("shared_held", "size", "Shared memory that a block resident on every SM "
+                 "holds (e.g. '64 KiB'; `simfront timeline --hold-shared`): kernels find "
+                 "it and the 1 KiB the runtime reserves for that block less shared memory "
+                 "per SM, one block slot less and, in one sub-partition, the registers of "
+                 "its one warp; the L1 is what the largest carve-out leaves, the one the "
+                 "holder asks for. Its warp slot is left out."),
     VariantParam("raw", "mapping", "Raw Accel-Sim options (name without '-', value), "
                  "merged over the description's own; validated like the rest."),
 )}
@@ -107,6 +113,8 @@ def with_variants(gpu: GPU, **params: Any) -> GPU:
         out = _with_dram_bandwidth(out, params["dram_bandwidth"])
     if "l2_size" in params:
         out = _with_l2_size(out, params["l2_size"])
+    if "shared_held" in params:
+        out = _with_shared_held(out, params["shared_held"])
     if "clock_limits" in params:
         v = params["clock_limits"]
         if v not in ("none", None, False):
@@ -159,6 +167,28 @@ def _with_clock(gpu: GPU, value: Any) -> GPU:
     return gpu.replace(clocks=dataclasses.replace(
         c, core=f, interconnect=Frequency(round(c.interconnect.hz * k)),
         l2=Frequency(round(c.l2.hz * k))))
+
+
+#: The registers the shared-memory holder's one warp holds in its sub-partition
+#: (simfront/workloads/cuda/shared_hold.cu: 14 a thread as ptxas builds it for sm_90,
+#: allocated 256 a warp at a time).
+HOLDER_REGISTERS = 512
+
+
+def _with_shared_held(gpu: GPU, value: Any) -> GPU:
+    held = _positive(Size, value, "shared_held", lambda q: q.bytes)
+    sm = gpu.sm
+    l1 = sm.l1
+    left = l1.max_shared_per_sm.bytes - held.bytes - SHMEM_RESERVED
+    if left <= SHMEM_RESERVED:
+        raise _fail(f"{held} held leaves no shared memory of the SM's "
+                    f"{l1.max_shared_per_sm}", "shared_held")
+    largest = max(l1.shared_carveouts, key=lambda c: c.bytes)
+    l1 = dataclasses.replace(l1, max_shared_per_sm=Size(left), shared_carveouts=(largest,),
+                             max_shared_per_block=Size(min(left, l1.max_shared_per_block.bytes)))
+    regs = dataclasses.replace(sm.registers, held_on_one=HOLDER_REGISTERS)
+    return gpu.replace(sm=dataclasses.replace(sm, l1=l1, registers=regs,
+                                              max_blocks=sm.max_blocks - 1))
 
 
 def _with_dram_bandwidth(gpu: GPU, value: Any) -> GPU:

@@ -18,6 +18,7 @@ from simfront.workloads.green import parse_sms
 from simfront.workloads.impl import IMPLS
 from simfront.workloads.registry import WORKLOADS
 from simfront.workloads.runner import run
+from simfront.workloads.shared_hold import parse_kib
 from simfront.workloads.timelines import run_timelines
 from simfront.workloads.workload import AMP_DTYPES, build
 
@@ -59,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--l2-setaside", type=int, metavar="MIB",
                    help="with --timeline: also time the step on the whole GPU with MIB of "
                         "its L2 held by persisting lines (a smaller L2)")
+    p.add_argument("--hold-shared", metavar="KIB[,KIB...]",
+                   help="with --timeline: also time the step on the whole GPU with KIB of "
+                        "shared memory held on every SM around each launch of mamba_ssm's "
+                        "Triton kernels (--hold-kernels)")
+    p.add_argument("--hold-kernels", action="append", metavar="PATTERN",
+                   help="the Triton kernels --hold-shared holds (fnmatch; default all)")
     return p
 
 
@@ -92,8 +99,10 @@ def _timelines(args: argparse.Namespace) -> int:
     sms = parse_sms(args.sms)
     wl = build(args.name, args.preset, device=args.device, impl=args.impl,
                overrides=parse_sets(args.sets), amp=args.amp)
+    holds = tuple(parse_kib(args.hold_shared)) if args.hold_shared else ()
     for s in run_timelines(wl, sms, args.timeline, warmup=max(1, args.iterations - 1),
-                           l2_setaside_mb=args.l2_setaside):
+                           l2_setaside_mb=args.l2_setaside, shared_hold_kib=holds,
+                           hold_kernels=tuple(args.hold_kernels or ("*",))):
         mem = "" if s.peak_mem_bytes is None else f", peak {s.peak_mem_bytes / 2**30:.2f} GiB"
         print(f"{s.label}: {s.launches} kernels, kernel {s.kernel_ms:.3f} ms, busy "
               f"{s.busy_ms:.3f} ms, step {s.step_ms} ms{mem}", flush=True)

@@ -25,11 +25,15 @@ from pathlib import Path
 from simfront.core.timeline import (StepProbe, TimelineSummary, device_gpu, record,
                                        write_timeline, write_timeline_json)
 from simfront.workloads.green import sm_subset
+from simfront.workloads.shared_hold import SharedHold
 from simfront.workloads.runner import RunSummary, run_workload
 from simfront.workloads.workload import Workload
 
 
-def condition_label(sms: int | None, l2_setaside_mb: int | None = None) -> str:
+def condition_label(sms: int | None, l2_setaside_mb: int | None = None,
+                    shared_hold_kib: int | None = None) -> str:
+    if shared_hold_kib:
+        return f"shmem{shared_hold_kib}k"
     if l2_setaside_mb:
         return f"l2set{l2_setaside_mb}"
     return "all" if sms is None else f"sms{sms}"
@@ -103,10 +107,14 @@ class L2SetAside:
 
 
 def run_timelines(wl: Workload, sms_list: list[int | None], out_dir: Path,
-                  warmup: int = 1, l2_setaside_mb: int | None = None) -> list[TimelineSummary]:
+                  warmup: int = 1, l2_setaside_mb: int | None = None,
+                  shared_hold_kib: tuple[int, ...] = (),
+                  hold_kernels: tuple[str, ...] = ("*",)) -> list[TimelineSummary]:
     """Time the step's kernels under each condition (each SM count of ``sms_list``, then, if
-    given, the whole GPU with ``l2_setaside_mb`` MiB of L2 set aside); write
-    ``timeline-<label>.csv`` and ``timeline-<label>.json`` per condition into ``out_dir``."""
+    given, the whole GPU with ``l2_setaside_mb`` MiB of L2 set aside, then the whole GPU with
+    each of ``shared_hold_kib`` KiB of shared memory held around the launches of the Triton
+    kernels ``hold_kernels`` names: ``shared_hold``); write ``timeline-<label>.csv`` and
+    ``timeline-<label>.json`` per condition into ``out_dir``."""
 
     out_dir.mkdir(parents=True, exist_ok=True)
     if warmup:
@@ -114,30 +122,47 @@ def run_timelines(wl: Workload, sms_list: list[int | None], out_dir: Path,
     cuda = wl.device.startswith("cuda")
     gpu = device_gpu(wl.device) if cuda else None
     results = []
-    conditions = [(sms, None) for sms in sms_list]
+    conditions = [(sms, None, None) for sms in sms_list]
     if l2_setaside_mb:
-        conditions.append((None, l2_setaside_mb))
-    for sms, setaside_mb in conditions:
-        label = condition_label(sms, setaside_mb)
+        conditions.append((None, l2_setaside_mb, None))
+    conditions += [(None, None, kib) for kib in shared_hold_kib]
+    for sms, setaside_mb, hold_kib in conditions:
+        label = condition_label(sms, setaside_mb, hold_kib)
         probe = StepProbe(out_dir / f".{label}.trace.json", cuda=cuda)
         setaside = L2SetAside(setaside_mb) if setaside_mb else None
+        hold = SharedHold(hold_kib, tuple(hold_kernels)) if hold_kib else None
+        entered = []
 
-        def start(_wl, probe=probe, setaside=setaside) -> None:
+        def start(_wl, probe=probe, setaside=setaside, hold=hold) -> None:
             if setaside is not None:
                 setaside.fill()
+            if hold is not None:
+                entered.append(hold.held())
+                entered[-1].__enter__()
             probe.open()
+
+        def end(_wl, probe=probe) -> None:
+            measured.append(probe.close())
+            while entered:
+                entered.pop().__exit__(None, None, None)
 
         measured = []
         try:
             with sm_subset(sms, wl.device) as given:
-                run: RunSummary = run_workload(
-                    wl, 2, 1, profiler=False, on_window_start=start,
-                    on_window_end=lambda _wl, probe=probe: measured.append(probe.close()))
+                run: RunSummary = run_workload(wl, 2, 1, profiler=False,
+                                               on_window_start=start, on_window_end=end)
         finally:
             if setaside is not None:
                 setaside.release()
+            while entered:  # a step that failed inside the window: its kernels restored
+                entered.pop().__exit__(RuntimeError, None, None)
         write_timeline(out_dir / f"timeline-{label}.csv", measured[0].spans)
         extra = {"l2_setaside_bytes": setaside.bytes} if setaside is not None else {}
+        if hold is not None:
+            extra.update(shared_hold_bytes=hold.bytes, held_kernels=sorted(hold.held_names),
+                         held_launches=hold.launches,
+                         held_clock_ghz={k: round(sum(v) / len(v), 4)
+                                         for k, v in sorted(hold.clocks.items())})
         summ = record(measured[0], label, gpu, given, untimed_step_ms=run.step_ms[0],
                       workload=wl.name, preset=wl.preset, config=run.config,
                       config_hash=run.config_hash,

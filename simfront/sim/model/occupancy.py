@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simfront.gpu.sm import SHMEM_RESERVED
 from simfront.traces.validate import MAX_REGS, MAX_SHMEM
 
 #: Register allocation granularity per warp (CUDA occupancy calculator, sm_70..sm_90).
 REG_ALLOC_UNIT = 256
-#: Shared memory the runtime reserves per block (CUDA programming guide, cc 8.0+).
-SHMEM_RESERVED = 1024
 #: Registers assumed when no record of the launch gives a believable number.
 DEFAULT_REGS = 32
 
@@ -85,10 +84,12 @@ def occupancy(launch: Launch, gpu) -> Occupancy:
     limits = {"warps": sm.max_warps // wpb, "blocks": sm.max_blocks}
     regs_per_warp = -(-launch.regs * sm.warp_size // REG_ALLOC_UNIT) * REG_ALLOC_UNIT
     if regs_per_warp:
-        # Registers are split evenly over the sub-partitions; a warp lives in one of them.
+        # Registers are split evenly over the sub-partitions; a warp lives in one of them,
+        # one of them may hold another kernel's warp (``RegisterFile.held_on_one``).
         per_sp = sm.registers.registers // sm.sub_partitions
-        warps_per_sp = per_sp // regs_per_warp
-        limits["registers"] = (warps_per_sp * sm.sub_partitions) // wpb
+        warps = (per_sp // regs_per_warp * (sm.sub_partitions - 1)
+                 + (per_sp - sm.registers.held_on_one) // regs_per_warp)
+        limits["registers"] = warps // wpb
     if launch.shmem > 0:
         need = launch.shmem + SHMEM_RESERVED
         limits["shared memory"] = sm.l1.max_shared_per_sm.bytes // need
