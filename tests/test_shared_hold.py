@@ -99,15 +99,16 @@ def hybrid_fwd(own_cache):
 
 def test_held_kernels_slow_down_on_hardware_and_in_the_model(hybrid_fwd):
     rows = hybrid_fwd.rows.set_index("held_kib")
-    assert list(rows.index) == ["1 KiB", "64 KiB", "117 KiB"]
+    assert list(rows.index) == [1, 64, 117]
     assert list(rows.blocks) == ["6->5", "6->4", "6->3"]
     # fewer blocks an SM, slower, on both sides (the hardware: the set's shipped run)
     assert 1.05 < rows.hw_ratio.iloc[0] < rows.hw_ratio.iloc[1] < rows.hw_ratio.iloc[2]
     assert 1.0 < rows.model_ratio.iloc[0] < rows.model_ratio.iloc[1] < rows.model_ratio.iloc[2]
     # the holders read the SM clock while the kernel ran
     assert rows.hw_clock_ghz.between(1.5, 2.0).all()
-    # the miss this measures: the model reads the loss of warps as costlier
-    assert (rows.error.iloc[1:] > 5).all()
+    # with one L1TEX data path for shared memory, cp.async's writes and the L1 (model-1.20)
+    # the model's response holds within 8% (model-1.19 read it 13% and 23% too steep)
+    assert (rows.error.abs() < 8).all()
 
 
 def test_a_kernel_the_run_tiled_otherwise_is_left_out(own_cache):
@@ -143,3 +144,17 @@ def test_the_shipped_ptx_is_built_from_the_shipped_source():
     text = PTX.read_text()
     for entry in ("simfront_hold(", "simfront_hold_wait(", "simfront_hold_release("):
         assert f".entry {entry}" in text
+
+
+def test_analyze_occupancy_prints_the_rows_and_names_a_set_without_a_hold(own_cache):
+    from click.testing import CliRunner
+
+    from simfront.cli import cli
+
+    r = CliRunner().invoke(cli, ["analyze", "occupancy", str(TRACES / "h200-ho-hybrid"),
+                                 "--kernel", FWD, "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output[r.output.index("{"):])["h200-ho-hybrid"]["rows"]
+    assert sorted(x["held_kib"] for x in rows) == [1, 64, 117]
+    r = CliRunner().invoke(cli, ["analyze", "occupancy", str(TRACES / "ho-m1")])
+    assert isinstance(r.exception, InputError) and "hold" in str(r.exception)

@@ -282,6 +282,28 @@ def demo_cmd(out: Path, traces: Path | None, ratios: str) -> None:
 
 from simfront.analysis.correlate import base_config_records, correlate
 from simfront.analysis.demo import run_demo
+@analyze.command("occupancy")
+@click.argument("trace_sets", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--kernel", "kernels", multiple=True, metavar="NAME",
+              help="Only these held kernels (repeatable; default all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def occupancy_cmd(trace_sets: tuple[Path, ...], kernels: tuple[str, ...],
+                  as_json: bool) -> None:
+    """The model's occupancy ratios against the hardware's: each held kernel's time with
+    shared memory held on every SM over the same run's base (each set's hold/ folder,
+    `simfront timeline --hold-shared`, docs/occupancy.md)."""
+    fits = [occupancy_compare(d, kernels=kernels or None) for d in trace_sets]
+    if as_json:
+        click.echo(_json_out({f.set_name: {"rows": f.rows.to_dict("records"),
+                                           "retuned": list(f.retuned)} for f in fits}))
+        return
+    click.echo(occupancy_markdown(fits))
+    for f in fits:
+        left = f"; left out as retuned: {', '.join(f.retuned)}" if f.retuned else ""
+        click.echo(f"{f.set_name}: mean |error| {f.mape:.1f}%{left}")
+
+
 from simfront.analysis.report import Report
 from simfront.analysis.threeway_cli import threeway_cmd  # noqa: E402
 from simfront.analysis.wallclock import sweep_step_shares
@@ -292,6 +314,8 @@ from simfront.analysis import lengths as length_study
 from simfront.analysis.ablation import bound_sentence, sweep_vector_bounds, vector_bound
 from simfront.analysis.ablation import compare as ablation_compare
 from simfront.analysis.ablation import render_markdown as ablation_markdown
+from simfront.analysis.occupancy import compare as occupancy_compare
+from simfront.analysis.occupancy import render_markdown as occupancy_markdown
 
 analyze.add_command(threeway_cmd)
 

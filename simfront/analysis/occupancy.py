@@ -128,7 +128,8 @@ def compare(trace_dir: str | Path, cache_dir: Path | None = None, progress=None,
                 retuned.add(k)
                 continue
             files = trace.file[ok & (trace.short_name == k)]
-            rows.append({"set": trace_dir.name, "kernel": k, "held_kib": cond.variants[0][1],
+            rows.append({"set": trace_dir.name, "kernel": k,
+                         "held_kib": int(stem.rsplit("shmem", 1)[1][:-1]),
                          "launches": len(files),
                          "blocks": f"{int(blocks0[files].min())}->{int(blocks[files].min())}",
                          "hw_base_us": hw_base[k], "hw_clock_ghz": clocks.get(k, np.nan),
@@ -149,7 +150,7 @@ def render_markdown(fits: list[HoldFit], min_us: float = 0.0) -> str:
         for r in f.rows.sort_values(["kernel", "held_kib"]).itertuples():
             if r.hw_base_us < min_us:
                 continue
-            lines.append(f"| {f.set_name} | {r.kernel} | {r.held_kib} | {r.blocks} | "
+            lines.append(f"| {f.set_name} | {r.kernel} | {r.held_kib} KiB | {r.blocks} | "
                          f"{r.hw_clock_ghz:.3f} | {r.hw_ratio:.3f} | {r.model_ratio:.3f} | "
                          f"{r.error:+.1f}% |")
     return "\n".join(lines)

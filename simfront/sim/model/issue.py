@@ -7,7 +7,8 @@ new one starts when one finishes). Each sub-partition's scheduler issues up to
 (register scoreboard over the trace's registers) and a unit of its pipe is free (the unit
 stays busy for the pipe's initiation interval). Results come after the pipe's latency, or
 for memory after the latency of the deepest level the cache simulation found plus the time
-spent queueing for the SM's L1 data path, its share of the L2 bandwidth and its share of
+spent queueing for the SM's L1TEX data path (global, shared and cp.async's shared writes
+alike), its share of the L2 bandwidth and its share of
 the DRAM bandwidth (token buckets). Barriers hold a warp until every live warp of its block
 arrives. Cycles in which nothing can issue are skipped in one step, and so is an SM's steady
 state: where its blocks repeat (a sampled trace's traced blocks, in turn) and its last
@@ -189,8 +190,8 @@ class SmState(NamedTuple):
     last global load (negative: its slot's previous warp's, which its first load pays for); per block slot: the block, live warps, warps at the barrier; per
     sub-partition: last issued warp, whether it ever held a warp, its nearest wait and its
     reason, instructions issued this clock; per pipe unit: the clock it frees; the clock
-    each instruction-cache line arrives (0: never requested); the clocks the L1, L2, DRAM
-    and shared-memory paths free (``QUEUE_*``); per warp slot, the clock its next
+    each instruction-cache line arrives (0: never requested); the clocks the L1TEX data
+    path, the L2 and the DRAM free (``QUEUE_*``); per warp slot, the clock its next
     instruction's registers (and a fence's memory) are ready and the reason, its
     instruction-cache line and its pipe, while ``dep_ok``: they change only when the warp
     issues or its slot gets a block, and a scheduler looks at a waiting warp every clock
@@ -256,7 +257,13 @@ class SmState(NamedTuple):
 #: three-stage pipeline of four groups a stage keeps twelve)
 ASYNC_GROUPS = 32
 
-QUEUE_L1, QUEUE_L2, QUEUE_DRAM, QUEUE_SHARED = 0, 1, 2, 3
+#: The SM's L1TEX data path (global accesses through the L1, shared-memory wavefronts and
+#: the shared-memory writes of cp.async copies: one pipe, as ncu's l1tex__data_pipe_lsu
+#: counts them), its share of the L2 and of the DRAM.
+QUEUE_L1, QUEUE_L2, QUEUE_DRAM = 0, 1, 2
+#: Bytes of shared memory the L1TEX data path writes a clock: a cp.async copy of B bytes a
+#: lane for a warp's 32 lanes takes 32 B / SHARED_WAVEFRONT_BYTES of its clocks.
+SHARED_WAVEFRONT_BYTES = 128
 
 #: Windows of repeating blocks an SM runs before its steady-state sample starts, and the
 #: fewest windows the sample takes (``_steady``)
@@ -287,7 +294,7 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         best_r=np.zeros(P, np.int64), n_iss=np.zeros(P, np.int64),
         pipe_free=np.zeros((P, ops.pipe_units.shape[0], max_units), np.int64),
         line_ready=np.zeros(n_lines + cfg.icache_prefetch + 1, np.int64),
-        queue=np.zeros(4, np.float64), dep_t=np.zeros(S, np.int64),
+        queue=np.zeros(3, np.float64), dep_t=np.zeros(S, np.int64),
         dep_r=np.zeros(S, np.int64), dep_line=np.zeros(S, np.int64),
         dep_pipe=np.zeros(S, np.int64), dep_ok=np.zeros(S, np.bool_),
         grp_open=np.zeros(S, np.int64), grp_open_cause=np.zeros(S, np.int8),
@@ -480,6 +487,11 @@ def _global_access(i, k, s, now, rows, cfg, st):
         q[QUEUE_L1] = t1 + max(cfg.store_instr_clk, rows.slots[i] / cfg.store_sectors_per_clk)
     elif k == K_LOAD_GLOBAL and ns > 0:
         q[QUEUE_L1] = t1 + max(cfg.load_instr_clk, ns / cfg.l1_sectors_per_clk)
+    elif k == K_ASYNC_COPY:
+        # the copy's global side, then its write into shared memory on the same path (a
+        # copy that reads nothing still writes its zeros)
+        q[QUEUE_L1] = (t1 + ns / cfg.l1_sectors_per_clk
+                       + rows.width[i] * 32 // SHARED_WAVEFRONT_BYTES)
     else:
         q[QUEUE_L1] = t1 + ns / cfg.l1_sectors_per_clk
     t2 = t1
@@ -574,8 +586,8 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
         st.grp_n[s] += 1
         st.grp_open[s] = 0
     elif k == K_LOAD_SHARED or k == K_STORE_SHARED or k == K_ATOMIC_SHARED:
-        t1 = max(float(now), st.queue[QUEUE_SHARED])
-        st.queue[QUEUE_SHARED] = t1 + max(1, rows.waves[i])
+        t1 = max(float(now), st.queue[QUEUE_L1])
+        st.queue[QUEUE_L1] = t1 + max(1, rows.waves[i])
         ready = np.int64(t1 + cfg.lat_shared + 0.999)
         rcause = R_MEM_LATENCY
         if t1 - now > 0.5 * cfg.lat_shared:
