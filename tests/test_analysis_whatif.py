@@ -376,3 +376,20 @@ def test_compare_on_an_h200_base(tmp_path):
     h200 = load_gpu("h200")
     want = {config_hash(h200), config_hash(with_variants(h200, sm_count=64))}
     assert {s.config_hash for s in JobStore(tmp_path / "cache").specs()} == want
+
+
+def test_a_failed_model_run_is_an_error_naming_why_and_runs_again(tmp_path):
+    # a set whose one trace cannot be read: the job fails, model_records says so (not a
+    # KeyError on empty records), and asking again runs the job again
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    name = "kernel-96256.traceg.xz"
+    (broken / "kernelslist.g").write_text(name + "\n")
+    (broken / name).write_bytes((TINY / name).read_bytes()[:200])
+    cache = tmp_path / "cache"
+    gpu = W.condition("h100-all").model_gpu()
+    for runs in (1, 2):
+        with pytest.raises(InputError) as e:
+            W.model_records(broken, gpu, cache, l2="cold")
+        assert "the model failed" in str(e.value) and name in str(e.value)
+        assert len(read_runs(cache)) == runs
