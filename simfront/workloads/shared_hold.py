@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simfront.core.errors import ConfigError
+from simfront.core.errors import ConfigError, SimfrontError
 
 PTX = Path(__file__).with_name("cuda") / "shared_hold.ptx"
 #: Unsigned words of one hold's state (``shared_hold.cu``): four counters, two 64-bit sums
@@ -42,6 +42,10 @@ MODULE_PREFIX = "mamba_ssm.ops.triton"
 
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
+
+
+class HoldError(SimfrontError):
+    """A shared-memory hold that could not be set up or did not take."""
 
 
 def parse_kib(text: str) -> list[int]:
@@ -78,7 +82,7 @@ class _Driver:
         if rc != 0:
             name = ctypes.c_char_p()
             self.cu.cuGetErrorName(rc, ctypes.byref(name))
-            raise RuntimeError(f"{what} failed: {name.value.decode() if name.value else rc}")
+            raise HoldError(f"{what} failed: {name.value.decode() if name.value else rc}")
 
     def module(self, ptx: bytes) -> ctypes.c_void_p:
         mod = ctypes.c_void_p()
@@ -161,7 +165,7 @@ class SharedHold:
         import torch
 
         if self.launches >= MAX_LAUNCHES:
-            raise RuntimeError(f"a shared-memory hold serves at most {MAX_LAUNCHES} launches")
+            raise HoldError(f"a shared-memory hold serves at most {MAX_LAUNCHES} launches")
         row = self.launches
         self.launches += 1
         self.rows.append(name)
@@ -191,7 +195,7 @@ class SharedHold:
         failed = ((st[:, 1] < self.n_sm) | (st[:, 3] > 0)).nonzero().flatten().tolist()
         if failed:
             names = sorted({self.rows[i] for i in failed})
-            raise RuntimeError(
+            raise HoldError(
                 f"shared-memory hold of {self.kib} KiB did not take on {len(failed)} of "
                 f"{self.launches} launches, of {', '.join(names)} (fewest SMs held "
                 f"{int(st[:, 1].min())} of {self.n_sm}; a held kernel whose block needs more "
