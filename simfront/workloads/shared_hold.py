@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from simfront.core.errors import ConfigError, SimfrontError
+from simfront.gpu.sm import SHMEM_RESERVED
 
 PTX = Path(__file__).with_name("cuda") / "shared_hold.ptx"
 #: Unsigned words of one hold's state (``shared_hold.cu``): four counters, two 64-bit sums
@@ -65,7 +66,8 @@ def parse_kib(text: str) -> list[int]:
     return out
 
 
-def fits(shared_per_sm: int, block_shared: int, held: int, reserved: int = 1024) -> int:
+def fits(shared_per_sm: int, block_shared: int, held: int,
+         reserved: int = SHMEM_RESERVED) -> int:
     """Blocks of ``block_shared`` bytes that fit on an SM of ``shared_per_sm`` bytes of
     shared memory beside a holder of ``held`` bytes (each block also holds ``reserved``)."""
     left = shared_per_sm - (held + reserved if held else 0)
@@ -137,7 +139,7 @@ class SharedHold:
         # left): every SM gets one, the others on an SM leave at once, and none waits for
         # room, which would keep the held kernel's blocks waiting behind it.
         per_sm = int(getattr(props, "shared_memory_per_multiprocessor", 0) or 0)
-        self.holders = self.n_sm * max(1, min(16, per_sm // (self.bytes + 1024)))
+        self.holders = self.n_sm * max(1, min(16, per_sm // (self.bytes + SHMEM_RESERVED)))
         limit = int(getattr(props, "shared_memory_per_block_optin", 0) or 0)
         if limit and self.bytes > limit:
             raise ConfigError(f"{self.kib} KiB is more shared memory than one block can hold "
