@@ -21,28 +21,27 @@ from results_md import update_section  # bench/results_md.py, beside this script
 from simfront.analysis.ablation import compare as ablation_compare
 from simfront.analysis.occupancy import compare, render_markdown
 from simfront.core.paths import REPO_ROOT
+from simfront.gpu import load_gpu
 from simfront.workloads.shared_hold import fits
 
 SECTION = "## Occupancy on hardware: shared memory held (bench/bench_occupancy.py)"
 TOPIC = "What-ifs against hardware"
 TRACES = REPO_ROOT / "traces"
-CHECKS = {"H200": TRACES / "provenance" / "h200-shared-hold-check.jsonl",
-          "H100": TRACES / "provenance" / "h100-shared-hold-check.jsonl"}
-#: the shared memory per SM the checks ran with (device__attribute_max_shared_memory_per_
-#: multiprocessor on both)
-SHARED_PER_SM = 233472
+CHECKS = {"h200": TRACES / "provenance" / "h200-shared-hold-check.jsonl",
+          "h100": TRACES / "provenance" / "h100-shared-hold-check.jsonl"}
 CLOCK_DATA = REPO_ROOT / "bench" / "data" / "device" / "hold_clock_h100"
 
 
 def check_table() -> tuple[str, int, int]:
     rows, ok, n = [], 0, 0
     for gpu, path in CHECKS.items():
+        per_sm = load_gpu(gpu).sm.l1.max_shared_per_sm.bytes
         for line in path.read_text().splitlines():
             c = json.loads(line)
-            want = fits(SHARED_PER_SM, c["block_shared"], c["held_kib"] << 10)
+            want = fits(per_sm, c["block_shared"], c["held_kib"] << 10)
             good = c["min_on_sm"] == c["max_on_sm"] == want
             ok, n = ok + good, n + 1
-            rows.append(f"| {gpu} | {c['held_kib']} | {c['block_shared']} | {want} | "
+            rows.append(f"| {gpu.upper()} | {c['held_kib']} | {c['block_shared']} | {want} | "
                         f"{c['min_on_sm']}-{c['max_on_sm']} |")
     head = ["| GPU | held (KiB) | probe block's shared memory (B) | blocks that should fit | "
             "blocks seen on an SM (fewest-most) |", "|---|---|---|---|---|"]
@@ -62,6 +61,13 @@ def exp2_split(set_name: str, kernel: str = "_chunk_scan_fwd_kernel") -> dict | 
             "hw_occ": float(h.hw_ratio.iloc[0]), "model_occ": float(h.model_ratio.iloc[0])}
 
 
+def tensor_clock_ghz(preset: str) -> float:
+    """The clock a GPU description gives tensor work on all its SMs (its clock_limits)."""
+    g = load_gpu(preset)
+    share = next(c.share for c in g.clock_limits.tensor if c.sms == g.sm_count)
+    return g.clocks.core.hz / 1e9 * share
+
+
 def paper_clocks() -> str:
     """The paper step's kernels' clocks as the holders read them in the step (H100)."""
     summ = json.loads((CLOCK_DATA / "timeline-shmem1k.json").read_text())
@@ -69,14 +75,15 @@ def paper_clocks() -> str:
     # the cumulative sums and the state passing do no tensor work; the rest call tl.dot
     plain = clocks.index.str.contains("cumsum|state_passing")
     ssd, rest = clocks[~plain], clocks[plain]
-    limit = 1.98 * 0.923  # gpu_configs h100: clocks.core x clock_limits' tensor share, 132 SMs
+    h100 = load_gpu("h100")
+    limit = tensor_clock_ghz("h100")
     return (f"The paper-size Mamba2 step on an H100 (`bash bench/device/hold_clock.sh`, "
             f"2026-11-27, 144 s; `bench/data/device/hold_clock_h100/`): its tensor SSD "
             f"kernels read {ssd.min():.3f}-{ssd.max():.3f} GHz (median {ssd.median():.3f}), "
             f"its kernels without tensor work {rest.min():.3f}-{rest.max():.3f} against the "
-            f"1.980 GHz maximum, so the reading runs about {rest.median() / 1.98 - 1:.1%} "
+            f"{h100.clocks.core.hz / 1e9:.3f} GHz maximum, so the reading runs about {rest.median() * 1e9 / h100.clocks.core.hz - 1:.1%} "
             f"high; taken down by that, the SSD kernels ran at about "
-            f"{ssd.median() * 1.98 / rest.median():.2f} GHz, against the "
+            f"{ssd.median() * h100.clocks.core.hz / 1e9 / rest.median():.2f} GHz, against the "
             f"{limit:.3f} the H100 description gives tensor work on 132 SMs.")
 
 
@@ -133,8 +140,9 @@ def main() -> None:
         f"The SM clock while the SSD kernels ran held: {clock.min():.2f}-{clock.max():.2f} "
         f"GHz (median {clock.median():.3f}); a larger hold moved a kernel's clock from "
         f"the 1 KiB hold's by at most {shift:.1%}, so the ratios are the cycles' within "
-        "that. The description's tensor clock limit at 132 SMs is 1.776 GHz (H200) and "
-        "1.828 (H100), fitted on the paper step's launches by *The SM clock in a step*'s "
+        f"that. The description's tensor clock limit on all SMs is "
+        f"{tensor_clock_ghz('h200'):.3f} GHz (H200) and {tensor_clock_ghz('h100'):.3f} "
+        "(H100), fitted on the paper step's launches by *The SM clock in a step*'s "
         "ncu-over-CUPTI method: the two readings of the SSD kernels' clock do not agree "
         "yet. " + paper_clocks(), "",
     ]

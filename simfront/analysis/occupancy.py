@@ -52,6 +52,11 @@ class HoldFit:
         return float(np.mean(np.abs(self.rows.error))) if len(self.rows) else float("nan")
 
 
+def held_kib(stem: str) -> int:
+    """``h200-shmem64k`` -> 64."""
+    return int(stem.rsplit("shmem", 1)[1][:-1])
+
+
 def hold_labels(trace_dir: str | Path) -> tuple[str, list[str]]:
     """The hold run's base label and its held conditions' labels, in KiB order."""
     d = Path(trace_dir) / HOLD_DIR
@@ -61,7 +66,7 @@ def hold_labels(trace_dir: str | Path) -> tuple[str, list[str]]:
     if len(bases) != 1 or not held:
         raise InputError("no shared-memory hold run (hold/<gpu>-all and hold/<gpu>-shmem"
                          "<KIB>k timelines)", d)
-    return bases[0], sorted(held, key=lambda s: int(s.rsplit("shmem", 1)[1][:-1]))
+    return bases[0], sorted(held, key=held_kib)
 
 
 def _timeline(trace_dir: Path, stem: str) -> tuple[pd.DataFrame, dict]:
@@ -129,7 +134,7 @@ def compare(trace_dir: str | Path, cache_dir: Path | None = None, progress=None,
                 continue
             files = trace.file[ok & (trace.short_name == k)]
             rows.append({"set": trace_dir.name, "kernel": k,
-                         "held_kib": int(stem.rsplit("shmem", 1)[1][:-1]),
+                         "held_kib": held_kib(stem),
                          "launches": len(files),
                          "blocks": f"{int(blocks0[files].min())}->{int(blocks[files].min())}",
                          "hw_base_us": hw_base[k], "hw_clock_ghz": clocks.get(k, np.nan),

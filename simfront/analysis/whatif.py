@@ -369,8 +369,8 @@ def launch_facts(trace_dir: str | Path) -> dict[str, dict]:
 def model_job(trace_dir: str | Path, gpu: GPU, l2: str = "cold",
               kernels: tuple[str, ...] | None = None) -> JobSpec:
     """The job store's job for the model's run of a trace set (its launches of ``kernels``,
-    names or patterns; None: all) on ``gpu`` with the L2 mode ``l2``. Its id is the sweep's (:func:`simfront.sweep.plan.job_id_for`) over the set's
-    content hash, the GPU's config hash, the model's source hash (as the backend version)
+    names or patterns; None: all) on ``gpu`` with the L2 mode ``l2``. Its id is the sweep's
+    (:func:`simfront.sweep.plan.job_id_for`) over the set's content hash, the GPU's config hash, the model's source hash (as the backend version)
     and the options (the L2 mode and the launches' registers and shared memory)."""
     from simfront.sim.model.backend import MODEL_VERSION
 
@@ -387,7 +387,7 @@ def model_job(trace_dir: str | Path, gpu: GPU, l2: str = "cold",
         gpu=gpu, backend="model", backend_version=version, options=options)
 
 
-def _requeue_stale(store: JobStore, directory: Path, ids: set[str]) -> None:
+def _requeue_stale(store: JobStore, ids: set[str]) -> None:
     """Jobs of ``ids`` that a stopped process left running go back to the queue (the
     worker's lock and result file make running one twice harmless), and failed ones are
     queued again: what failed them (a trace being written, a killed worker) may be gone."""
@@ -436,7 +436,7 @@ def run_model_jobs(jobs: Sequence[JobSpec], cache_dir: Path | None = None,
     store = JobStore(directory)
     jobs = list({j.job_id: j for j in jobs}.values())
     store.sync_plan(jobs, MAX_ATTEMPTS, set_aside_others=False)
-    _requeue_stale(store, directory, {j.job_id for j in jobs})
+    _requeue_stale(store, {j.job_id for j in jobs})
     # The model keeps recent trace passes in memory for sweeps over parameters that leave
     # them alone; every condition here changes them (SM count, L2), and 64 of a paper set's
     # passes at 32 SMs filled 11 GB, so keep none (the local executor's workers are forks

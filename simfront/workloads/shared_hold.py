@@ -266,8 +266,13 @@ class _Entered:
         return h
 
     def __exit__(self, *exc) -> None:
+        self.close(check=exc[0] is None)
+
+    def close(self, check: bool = True) -> None:
+        """The held kernels back as they were; with ``check``, the hold's launches checked
+        (:meth:`SharedHold.check`)."""
         for mod, name, kernel in self.patched:
             setattr(mod, name, kernel)
         self.patched.clear()
-        if exc[0] is None:
+        if check:
             self.hold.check()

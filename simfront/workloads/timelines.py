@@ -144,7 +144,7 @@ def run_timelines(wl: Workload, sms_list: list[int | None], out_dir: Path,
         def end(_wl, probe=probe) -> None:
             measured.append(probe.close())
             while entered:
-                entered.pop().__exit__(None, None, None)
+                entered.pop().close()
 
         measured = []
         try:
@@ -155,7 +155,7 @@ def run_timelines(wl: Workload, sms_list: list[int | None], out_dir: Path,
             if setaside is not None:
                 setaside.release()
             while entered:  # a step that failed inside the window: its kernels restored
-                entered.pop().__exit__(RuntimeError, None, None)
+                entered.pop().close(check=False)
         write_timeline(out_dir / f"timeline-{label}.csv", measured[0].spans)
         extra = {"l2_setaside_bytes": setaside.bytes} if setaside is not None else {}
         if hold is not None:
