@@ -115,9 +115,9 @@ def render(results: list[tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]]) -
     out = [SECTION, "",
            f"The model ({MODEL_VERSION}, source hash {model_source_hash()[:12]}) on the "
            "held-out sets of "
-           "`traces/corpus.yaml`, steps no model constant was fitted on (two mechanisms were "
-           "found looking at their what-ifs, model-1.19's and model-1.20's: "
-           "docs/history.md). "
+           "`traces/corpus.yaml`, steps no model constant was fitted on (three mechanisms were "
+           "found looking at them: model-1.19's and model-1.20's at their what-ifs, "
+           "model-1.21's at their DRAM reads; docs/history.md). "
            "Written by `python bench/bench_heldout.py`. Baseline: every launch against ncu "
            "(`--clock-control none`, L2 flushed; the model's L2 empty); launches that Triton "
            "tuned to another grid under ncu than in the traced run do not pair and are left "

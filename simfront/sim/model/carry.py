@@ -61,7 +61,8 @@ class L2Carry:
 
 
 def untraced_writeback(state: CacheState, clock_before: int, sample_scale: float,
-                       grid_wide: np.ndarray | None = None) -> int:
+                       grid_wide: np.ndarray | None = None,
+                       weights: np.ndarray | None = None) -> int:
     """A sampled kernel's untraced blocks through the L2 after its traced ones
     (``clock_before``: the LRU clock before the kernel): they touch ``sample_scale - 1`` times
     the lines the traced blocks touched, as untraced lines (:func:`add_untraced`). Returns
@@ -69,14 +70,24 @@ def untraced_writeback(state: CacheState, clock_before: int, sample_scale: float
     more than the L2 holds writes most of it back before it ends, whoever wrote it.
     ``grid_wide`` (shaped like the L2's tags) marks lines every block of the grid shares
     (``sharing``): the untraced blocks touch those very lines, not copies of them (the
-    selective scan's backward adds all 1,536 channels' dB into one batch's lines)."""
+    selective scan's backward adds all 1,536 channels' dB into one batch's lines).
+    ``weights`` (shaped likewise) counts each line's untraced copies at that share
+    (``fill``: a strided read's line, whose other sectors' readers touch the very line)."""
     if sample_scale <= 1:
         return 0
     touched = (state.stamp[0] > clock_before) & (state.tags[0] >= 0)
     if grid_wide is not None:
         touched &= ~grid_wide
-    n = int(np.count_nonzero(touched))
-    return add_untraced(state, round(n * (sample_scale - 1)), state.dirty[0][touched])
+    if weights is None or not (weights[touched] < 1.0).any():
+        n = int(np.count_nonzero(touched))
+        return add_untraced(state, round(n * (sample_scale - 1)), state.dirty[0][touched])
+    # the weighted lines apart, so their untraced copies carry their own (clean) sectors
+    part = touched & (weights < 1.0)
+    whole = touched & ~part
+    part_dirt, n_part = state.dirty[0][part], float(weights[part].sum())
+    out = add_untraced(state, round(int(np.count_nonzero(whole)) * (sample_scale - 1)),
+                       state.dirty[0][whole])
+    return out + add_untraced(state, round(n_part * (sample_scale - 1)), part_dirt)
 
 
 def add_untraced(state: CacheState, n_lines: int, dirty_like: np.ndarray) -> int:

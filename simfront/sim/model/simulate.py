@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from simfront.core.errors import TraceFormatError
-from simfront.sim.model import prefetch, reuse, sharing, tiles
+from simfront.sim.model import fill, prefetch, reuse, sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
                                       MemRows, global_bytes, l1_sim, l2_sim, l2_state,
                                       mark_l1_owners, mark_line_owners, new_line_owners,
@@ -346,7 +346,11 @@ class _TracePass:
         self.share = self.sampled is not None
         self.tb_xyz = self.tb_rank = np.zeros((0, 3), np.int64)
         self.readers = sharing.new_line_readers() if self.share else None
-        self.dram_rows: list[tuple[np.ndarray, np.ndarray]] = []
+        # the bytes of each sector the traced reads touched, and the traced bytes and
+        # stride-weighted bytes of strided reads (``fill``)
+        self.sector_bytes = fill.new_sector_bytes() if self.share else None
+        self.strided = np.zeros(2)
+        self.dram_rows: list[tuple[np.ndarray, ...]] = []
         self.persistent = is_persistent(header.name, params)
         # A grid whose blocks are all resident at once lasts as long as its slowest SM, not
         # its average one: SM 0's timed blocks are then the heaviest traced blocks
@@ -358,6 +362,32 @@ class _TracePass:
         # (None: the kernel has no cp.async waits); how many of those rows went by
         self.zero_fill: np.ndarray | None = None
         self.n_copies = 0
+
+    def _shared_reads(self, n_blocks_trace: int) -> "_SharedReads":
+        """Corrects the pass's DRAM reads (and L2 hits) for lines the grid's blocks share
+        along a dimension the trace holds part of (``sharing``) and for the sectors strided
+        reads share with untraced blocks (``fill``); returns what SM 0's rows and the
+        untraced blocks' write-backs need for the same."""
+        l2, totals = self.l2state, self.totals
+        n_sets, ways = l2.valid.shape[1], l2.valid.shape[2]
+        gs = sharing.GridShare.of(self.ln.grid, self.tb_xyz[:n_blocks_trace], self.readers,
+                                  n_sets, ways)
+        sf = None
+        if self.strided[0] > 0:
+            sf = fill.SectorFill(self.sector_bytes,
+                                 self.strided[0] * self._scales(n_blocks_trace)[0],
+                                 self.strided[1] / self.strided[0], 1 << self.sector_shift,
+                                 1 << self.line_shift, n_sets, ways)
+        shared = _SharedReads(gs, sf)
+        if shared.any and self.dram_rows:
+            lines, nd, sectors, strides = (np.concatenate([r[i] for r in self.dram_rows])
+                                           for i in range(4))
+            before = int(totals[4])
+            after = int(round(float((nd.astype(np.float64)
+                                     * shared.factors(lines, sectors, strides)).sum())))
+            totals[4] = after
+            totals[3] = max(0, int(totals[3]) + before - after)
+        return shared
 
     def _coords(self, chunk) -> None:
         """The chunk's traced blocks' grid coordinates, and their ranks along each dimension
@@ -401,6 +431,14 @@ class _TracePass:
         rows = MemRows(kind, tb, chunk.warp.astype(np.int64), chunk.mem_width.astype(np.int64),
                        addr_off.astype(np.int64), addrs.astype(np.int64),
                        np.arange(int(tb.max()) + 1, dtype=np.int64) % self.S)
+        strides = None
+        if self.share:
+            strides = np.where(fill.is_read(kind), fill.strided_rows(
+                rows.addr_off, rows.addrs, 1 << self.sector_shift), 0)
+            fill.mark_sector_bytes(kind, rows.width, rows.addr_off, rows.addrs, strides,
+                                   self.sector_shift, self.sector_bytes)
+            nbytes = (mem_lanes * rows.width)[strides > 0].astype(np.float64)
+            self.strided += (nbytes.sum(), (nbytes * strides[strides > 0]).sum())
         out = self._memory(rows, mem_lanes)
         if self.stores is not None:
             self.stores.add(tb, rows.warp, chunk.pc, kind == K_STORE_GLOBAL,
@@ -409,12 +447,13 @@ class _TracePass:
         store_slots(kind, rows.width, rows.addr_off, rows.addrs, self.sector_shift,
                     self.line_shift, int(self.params.stores.min_sectors), slots)
         self.totals[7] += int(slots.sum())
-        rline = None
+        rline = rsector = None
         if self.share:
             rline = sharing.first_lines(rows.addr_off, rows.addrs, self.line_shift)
+            rsector = sharing.first_lines(rows.addr_off, rows.addrs, self.sector_shift)
             hit = out.dram > 0
-            self.dram_rows.append((rline[hit], out.dram[hit]))
-        self._keep_sm0(chunk, op, tb, out, slots, rline)
+            self.dram_rows.append((rline[hit], out.dram[hit], rsector[hit], strides[hit]))
+        self._keep_sm0(chunk, op, tb, out, slots, (rline, rsector, strides))
 
     def _drop_zero_fill(self, kind, addr_off, addrs, lanes):
         """The chunk's addresses and memory lanes without the prefetches that read nothing."""
@@ -454,7 +493,7 @@ class _TracePass:
         simulate_memory(rows, self.l1, self.l2, self.line_owners, self.l1_owners, cfg, out)
         return out
 
-    def _keep_sm0(self, chunk, op, tb, out: MemOut, slots, rline) -> None:
+    def _keep_sm0(self, chunk, op, tb, out: MemOut, slots, share_cols) -> None:
         """The rows of the blocks SM 0 runs (a sampled trace: the first traced ones; a
         grid of one wave: every traced block, ``finish`` picks)."""
         if self.one_wave:
@@ -465,7 +504,8 @@ class _TracePass:
             return
         idx = np.nonzero(sel)[0]
         if self.share:
-            self.timed.add(rline=rline[idx])
+            rline, rsector, strides = share_cols
+            self.timed.add(rline=rline[idx], rsector=rsector[idx], rstride=strides[idx])
         self.timed.add(tb=tb[idx] if self.sampled or self.one_wave else tb[idx] // self.S,
                        warp=chunk.warp[idx].astype(np.int64), op=op[idx], pc=chunk.pc[idx],
                        ndst=chunk.ndst[idx], dst=chunk.dst[idx], nsrc=chunk.nsrc[idx],
@@ -484,10 +524,8 @@ class _TracePass:
         full = (np.int64(1) << lanes) - 1
         return (mask.astype(np.int64) & full) != full
 
-    def _to_grid(self, n_blocks_trace: int, grid_share) -> tuple[float, float]:
-        """A sampled trace's counts scaled to the grid, in place; returns (sample scale,
-        work scale)."""
-        scale = work_scale = 1.0
+    def _scales(self, n_blocks_trace: int) -> tuple[float, float]:
+        """A sampled trace's (sample scale, work scale)."""
         census = self.header.census_warp_instructions
         if census:
             # The census counts every block's warp instructions. Traced blocks can do less
@@ -495,10 +533,13 @@ class _TracePass:
             # the slow, instrumented blocks fewer tiles (~29% of an average block's work on
             # the LM-head GEMM). Counts then scale by work, and SM 0's time by how far that
             # is from N/T.
-            work_scale = (census / self.n_instr) / (self.B / n_blocks_trace)
-            scale = census / self.n_instr
-        else:
-            scale = self.B / n_blocks_trace
+            return census / self.n_instr, (census / self.n_instr) / (self.B / n_blocks_trace)
+        return self.B / n_blocks_trace, 1.0
+
+    def _to_grid(self, n_blocks_trace: int, shared: "_SharedReads") -> tuple[float, float]:
+        """A sampled trace's counts scaled to the grid, in place; returns (sample scale,
+        work scale)."""
+        scale, work_scale = self._scales(n_blocks_trace)
         self.n_instr *= scale
         self.n_thread *= scale
         self.pipe_counts *= scale
@@ -510,12 +551,14 @@ class _TracePass:
         # the traced blocks' own evictions, none, said 0). Those are counted there: the
         # traced blocks' write-backs stand for themselves. Cold or warm alike; warm, the
         # L2 they leave is the next kernel's (carry).
+        tags = self.l2state.tags[0]
         self.totals[5] = written + untraced_writeback(
             self.l2state, self.clock_before, scale,
-            grid_share.grid_wide(self.l2state.tags[0]) if grid_share is not None else None)
+            shared.grid.grid_wide(tags) if shared.grid is not None else None,
+            shared.fill.line_weights(tags) if shared.fill is not None else None)
         return scale, work_scale
 
-    def _sm0_rows(self, grid_share):
+    def _sm0_rows(self, shared: "_SharedReads | None"):
         """SM 0's rows in block, warp, trace order: (columns, warp offsets, blocks)."""
         W = self.W
         tb_t = self.timed.get("tb", np.int64)
@@ -531,15 +574,19 @@ class _TracePass:
                                ("slots", np.int64, ()), ("imm", np.int64, ()),
                                ("guard", np.bool_, ())):
             cols[name] = np.ascontiguousarray(self.timed.get(name, dt, tail)[order])
-        if grid_share is not None:
+        if shared is not None and shared.any:
             # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a
             # row left with none waits like an L2 hit if the line's first reader ran a wave
             # before (within a wave it waits for that reader's fetch, as the trace pass has
-            # it)
+            # it; so do the readers of a strided row's sector, a column apart)
             rline = self.timed.get("rline", np.int64)[order]
             had = cols["dram"] > 0
-            cols["dram"] = sharing.diffuse(cols["dram"], grid_share.factors(rline), cols["l2"])
-            earlier_wave = grid_share.nearest_sharer(rline) >= self.wave_blocks
+            cols["dram"] = sharing.diffuse(
+                cols["dram"], shared.factors(rline, self.timed.get("rsector", np.int64)[order],
+                                             self.timed.get("rstride", np.int64)[order]),
+                cols["l2"])
+            earlier_wave = (shared.grid.nearest_sharer(rline) >= self.wave_blocks
+                            if shared.grid is not None else np.zeros(rline.shape, np.bool_))
             cols["level"] = np.where(had & (cols["dram"] == 0) & (cols["level"] == 2)
                                      & earlier_wave, 1,
                                      np.where(cols["dram"] > 0, 2, cols["level"]))
@@ -575,18 +622,17 @@ class _TracePass:
     def finish(self, wall_s: float) -> Prepared:
         """The pass's counts scaled to the grid and SM 0's rows, as a ``Prepared``."""
         n_blocks_trace = self.block_rows.shape[0]
-        grid_share = None
+        shared = None
         if self.share:
-            grid_share = _shared_reads(self.ln, self.tb_xyz[:n_blocks_trace], self.readers,
-                                       self.dram_rows, self.l2state, self.totals)
+            shared = self._shared_reads(n_blocks_trace)
         scale = work_scale = 1.0
         traced_instructions, traced_pipes = self.n_instr, self.pipe_counts.copy()
         if self.sampled:
-            scale, work_scale = self._to_grid(n_blocks_trace, grid_share)
+            scale, work_scale = self._to_grid(n_blocks_trace, shared)
         # What the kernel leaves dirty beyond the L2's dirty share was written back as it ran.
         sectors = self.gpu.l2.size.bytes // self.gpu.l2.sector.bytes
         self.totals[5] += limit_dirty(self.l2state, int(self.params.l2.dirty_share * sectors))
-        cols, warp_off, n_timed_blocks = self._sm0_rows(grid_share)
+        cols, warp_off, n_timed_blocks = self._sm0_rows(shared)
         sm0_blocks, W = self.sm0_blocks, self.W
         if self.sampled and not self.one_wave and not self.persistent:
             working = working_blocks(self.block_rows[:n_blocks_trace], self.B,
@@ -644,22 +690,29 @@ def working_blocks(block_rows: np.ndarray, n_blocks: int, census: float | None) 
     return working
 
 
-def _shared_reads(ln, coords: np.ndarray, readers, dram_rows, l2,
-                  totals) -> "sharing.GridShare | None":
-    """Corrects ``totals``' DRAM reads (and L2 hits) for lines the grid's blocks share along
-    a dimension the trace holds part of (``sharing``); returns what SM 0's rows and the
-    untraced blocks' write-backs need for the same, or None when the trace shows no such
-    dimension."""
-    gs = sharing.GridShare.of(ln.grid, coords, readers, l2.valid.shape[1], l2.valid.shape[2])
-    if gs is None or not dram_rows:
-        return gs
-    lines = np.concatenate([r[0] for r in dram_rows])
-    nd = np.concatenate([r[1] for r in dram_rows]).astype(np.float64)
-    before = int(totals[4])
-    after = int(round(float((nd * gs.factors(lines)).sum())))
-    totals[4] = after
-    totals[3] = max(0, int(totals[3]) + before - after)
-    return gs
+@dataclass
+class _SharedReads:
+    """What a sampled kernel's untraced blocks read of the traced blocks' lines: lines the
+    grid shares along a dimension (``sharing``) and the sectors strided reads leave to
+    other blocks (``fill``); either may be None."""
+
+    grid: "sharing.GridShare | None"
+    fill: "fill.SectorFill | None"
+
+    @property
+    def any(self) -> bool:
+        return self.grid is not None or self.fill is not None
+
+    def factors(self, lines: np.ndarray, sectors: np.ndarray,
+                strides: np.ndarray) -> np.ndarray:
+        """What each row's DRAM reads are multiplied by: the grid's sharing where its line
+        is shared along a dimension, else what the strided rows leave of their sector."""
+        f = self.grid.factors(lines) if self.grid is not None else np.ones(lines.shape[0])
+        if self.fill is not None:
+            f = np.where(f == 1.0, self.fill.factors(sectors, strides), f)
+        return f
+
+
 
 
 def is_persistent(name: str, params: ModelParams = DEFAULT_PARAMS) -> bool:
