@@ -1,0 +1,103 @@
+"""Column reads by row pitch: does a power-of-two pitch slow the L2?
+
+The held-out Mamba2 steps' copies read down columns: each lane one bf16 element of another
+row. The transposing copies (pitch 4,352 bytes) run at the model's L2 read side (68
+one-sector requests a clock on the H100) and read within 5% of ncu's time; the steps'
+``CatArrayBatchedCopy`` (pitches 2,048-8,192 bytes) take 1.3x the model's time on the whole
+GPU and no longer on 96 SMs than on 132 (bench/RESULTS.md, *Held-out accuracy*). This times
+PyTorch's transposing copy (``dst.copy_(src.t())``) of a bf16 ``[R, C]`` tensor, and a cat of
+three such transposed views, for row pitches ``2C`` a power of two and a few elements off
+it, on the whole GPU and fewer SMs (green contexts). Each figure: the median of CUDA-event
+times of back-to-back calls; kernel names from one profiled call each.
+
+    python bench/device/strided_pitch.py [--sms 132,96,64] [--calls 20] [-o OUT.json]
+
+Under ncu (``--calls 1 --sms 132``) each launch's L2 requests and their spread over the L2's
+slices come with it (bench/device/strided_pitch.sh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from simfront.workloads.green import sm_subset  # noqa: E402
+
+#: elements of each source: 2^24 bf16 (32 MiB), as the held-out copies' 17.8 M
+ELEMENTS = 1 << 24
+#: bf16 columns (row pitch 2C bytes): powers of two beside pitches a word or more off
+COLUMNS = (1024, 1026, 1088, 2048, 2050, 2176, 4096, 4098, 4352)
+
+
+def cases(torch):
+    """(name, pitch bytes, call, bytes read) for every case."""
+    out = []
+    for c in COLUMNS:
+        r = ELEMENTS // c
+        src = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
+        dst = torch.empty(c, r, device="cuda", dtype=torch.bfloat16)
+        out.append((f"transpose C={c}", 2 * c, (lambda d=dst, s=src: d.copy_(s.t())),
+                    2 * r * c))
+        parts = [torch.randn(r // 3, c, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+        views = [p.t() for p in parts]
+        out.append((f"cat3 C={c}", 2 * c, (lambda v=views: torch.cat(v, dim=1)),
+                    2 * 3 * (r // 3) * c))
+    return out
+
+
+def time_us(fn, torch, calls: int) -> float:
+    fn()
+    times = []
+    for _ in range(calls):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) * 1e3)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sms", default="132,96,64")
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("-o", "--out", default=None)
+    ap.add_argument("--no-names", action="store_true",
+                    help="skip the profiled call that names each kernel (under ncu)")
+    a = ap.parse_args(argv)
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    total = props.multi_processor_count
+    rows = []
+    for name, pitch, fn, nbytes in cases(torch):
+        kernel = ""
+        if not a.no_names:
+            with torch.profiler.profile(
+                    activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                fn()
+                torch.cuda.synchronize()
+            kernel = next((e.name for e in prof.events() if e.device_type.name == "CUDA"), "")
+        for n in (int(s) for s in a.sms.split(",")):
+            with sm_subset(None if n >= total else n):
+                us = time_us(fn, torch, a.calls)
+            row = {"case": name, "pitch": pitch, "pow2": pitch & (pitch - 1) == 0,
+                   "sms": min(n, total), "us": round(us, 2), "read_bytes": nbytes,
+                   "elements_per_ns": round(nbytes / 2 / us / 1e3, 3), "kernel": kernel[:90]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps({"gpu": props.name, "sms": total, "calls": a.calls,
+                                           "torch": torch.__version__, "rows": rows},
+                                          indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
