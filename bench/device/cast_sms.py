@@ -16,13 +16,13 @@ one profiled call each.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from event_times import emit, kernel_name, median_us, write_rows  # noqa: E402
 from simfront.workloads.green import sm_subset  # noqa: E402
 
 ELEMENTS = 8192 * 50280
@@ -45,32 +45,15 @@ def main(argv=None) -> int:
            "bf16 copy": (b16_out, b16, 2, 2)}
     rows = []
     for name, (dst, src, rb, wb) in ops.items():
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            dst.copy_(src)
-            torch.cuda.synchronize()
-        kernel = next((e.name for e in prof.events() if e.device_type.name == "CUDA"), "")
+        kernel = kernel_name(lambda: dst.copy_(src))
         for n in (int(s) for s in a.sms.split(",")):
             with sm_subset(None if n >= total else n):
-                dst.copy_(src)
-                times = []
-                for _ in range(a.calls):
-                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
-                        enable_timing=True)
-                    e0.record()
-                    dst.copy_(src)
-                    e1.record()
-                    e1.synchronize()
-                    times.append(e0.elapsed_time(e1) * 1e3)
-            us = statistics.median(times)
+                us = median_us(lambda: dst.copy_(src), a.calls)
             row = {"op": name, "sms": min(n, total), "us": round(us, 2),
                    "read_bytes": ELEMENTS * rb, "write_bytes": ELEMENTS * wb,
                    "tb_per_s": round(ELEMENTS * (rb + wb) / us / 1e6, 3), "kernel": kernel}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    if a.out:
-        Path(a.out).write_text(json.dumps({"gpu": props.name, "sms": total, "calls": a.calls,
-                                           "torch": torch.__version__, "rows": rows},
-                                          indent=1) + "\n")
+            emit(rows, row)
+    write_rows(a.out, a.calls, rows)
     return 0
 
 

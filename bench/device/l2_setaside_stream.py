@@ -20,13 +20,14 @@ $OUT/l2_setaside_stream.csv.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from event_times import median_us  # noqa: E402
 from simfront.workloads.timelines import L2SetAside  # noqa: E402
 
 
@@ -47,22 +48,7 @@ def kernels(n: int) -> dict:
 
 
 def time_it(fn, before=None, reps: int = 30) -> float:
-    for _ in range(5):
-        if before:
-            before()
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        if before:
-            before()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(out)
+    return median_us(fn, reps, before, warmups=5)
 
 
 def main() -> None:

@@ -19,13 +19,13 @@ slices come with it (bench/device/strided_pitch.sh).
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from event_times import emit, kernel_name, median_us, write_rows  # noqa: E402
 from simfront.workloads.green import sm_subset  # noqa: E402
 
 #: elements of each source: 2^24 bf16 (32 MiB), as the held-out copies' 17.8 M
@@ -50,19 +50,6 @@ def cases(torch):
     return out
 
 
-def time_us(fn, torch, calls: int) -> float:
-    fn()
-    times = []
-    for _ in range(calls):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) * 1e3)
-    return statistics.median(times)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sms", default="132,96,64")
@@ -77,25 +64,15 @@ def main(argv=None) -> int:
     total = props.multi_processor_count
     rows = []
     for name, pitch, fn, nbytes in cases(torch):
-        kernel = ""
-        if not a.no_names:
-            with torch.profiler.profile(
-                    activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-                fn()
-                torch.cuda.synchronize()
-            kernel = next((e.name for e in prof.events() if e.device_type.name == "CUDA"), "")
+        kernel = "" if a.no_names else kernel_name(fn)
         for n in (int(s) for s in a.sms.split(",")):
             with sm_subset(None if n >= total else n):
-                us = time_us(fn, torch, a.calls)
+                us = median_us(fn, a.calls)
             row = {"case": name, "pitch": pitch, "pow2": pitch & (pitch - 1) == 0,
                    "sms": min(n, total), "us": round(us, 2), "read_bytes": nbytes,
                    "elements_per_ns": round(nbytes / 2 / us / 1e3, 3), "kernel": kernel[:90]}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    if a.out:
-        Path(a.out).write_text(json.dumps({"gpu": props.name, "sms": total, "calls": a.calls,
-                                           "torch": torch.__version__, "rows": rows},
-                                          indent=1) + "\n")
+            emit(rows, row)
+    write_rows(a.out, a.calls, rows)
     return 0
 
 
