@@ -64,6 +64,10 @@ def _mark(kind, width, addr_off, addrs, strides, sector_shift, keys, vals, n):
         if w <= 0:
             continue
         flag = STRIDED if strides[i] > 0 else np.int64(0)
+        # neighbouring lanes in one sector (a contiguous row's eight 4-byte lanes) gather
+        # their bits before the map is touched: one lookup a sector, not a lane
+        cur = np.int64(-1)
+        acc = np.int64(0)
         for j in range(addr_off[i], addr_off[i + 1]):
             a = addrs[j]
             end = a + w
@@ -72,9 +76,16 @@ def _mark(kind, width, addr_off, addrs, strides, sector_shift, keys, vals, n):
                 lo = a & smask
                 hi = min(end - (sec << sector_shift), smask + 1)
                 bits = ((np.int64(1) << (hi - lo)) - 1) << lo
-                keys, vals, s = linemap.entry(keys, vals, n, sec, 0)
-                vals[s] |= bits | flag
+                if sec != cur:
+                    if cur >= 0:
+                        keys, vals, s = linemap.entry(keys, vals, n, cur, 0)
+                        vals[s] |= acc | flag
+                    cur, acc = sec, np.int64(0)
+                acc |= bits
                 a = (sec + 1) << sector_shift
+        if cur >= 0:
+            keys, vals, s = linemap.entry(keys, vals, n, cur, 0)
+            vals[s] |= acc | flag
     return keys, vals
 
 
