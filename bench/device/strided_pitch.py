@@ -34,6 +34,24 @@ ELEMENTS = 1 << 24
 COLUMNS = (1024, 1026, 1088, 2048, 2050, 2176, 4096, 4098, 4352)
 
 
+#: bf16 columns of the ``--rows`` cases: the grid's readers of one sector (the next columns)
+#: are R / 512 blocks apart for R = 2^24 / C rows, 1 to 32 blocks here
+ROW_CASES = (32768, 16384, 8192, 4096, 2048, 1024, 512)
+
+
+def row_cases(torch):
+    """The transposing copy at a fixed element count, fewer rows to more: how far apart in
+    the grid a sector's readers run."""
+    out = []
+    for c in ROW_CASES:
+        r = ELEMENTS // c
+        src = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
+        dst = torch.empty(c, r, device="cuda", dtype=torch.bfloat16)
+        out.append((f"transpose R={r}", 2 * c, (lambda d=dst, s=src: d.copy_(s.t())),
+                    2 * r * c))
+    return out
+
+
 def cases(torch):
     """(name, pitch bytes, call, bytes read) for every case."""
     out = []
@@ -55,6 +73,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sms", default="132,96,64")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("-o", "--out", default=None)
+    ap.add_argument("--rows", action="store_true",
+                    help="the transposing copy by row count instead (ROW_CASES)")
     ap.add_argument("--no-names", action="store_true",
                     help="skip the profiled call that names each kernel (under ncu)")
     a = ap.parse_args(argv)
@@ -63,7 +83,7 @@ def main(argv=None) -> int:
     props = torch.cuda.get_device_properties(0)
     total = props.multi_processor_count
     rows = []
-    for name, pitch, fn, nbytes in cases(torch):
+    for name, pitch, fn, nbytes in (row_cases(torch) if a.rows else cases(torch)):
         kernel = "" if a.no_names else kernel_name(fn)
         for n in (int(s) for s in a.sms.split(",")):
             with sm_subset(None if n >= total else n):
