@@ -39,28 +39,26 @@ COLUMNS = (1024, 1026, 1088, 2048, 2050, 2176, 4096, 4098, 4352)
 ROW_CASES = (32768, 16384, 8192, 4096, 2048, 1024, 512)
 
 
+def transpose(torch, c: int, label: str):
+    """The transposing copy of a bf16 [2^24 / c, c] source: a case tuple."""
+    r = ELEMENTS // c
+    src = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty(c, r, device="cuda", dtype=torch.bfloat16)
+    return (f"transpose {label}", 2 * c, (lambda: dst.copy_(src.t())), 2 * r * c)
+
+
 def row_cases(torch):
     """The transposing copy at a fixed element count, fewer rows to more: how far apart in
     the grid a sector's readers run."""
-    out = []
-    for c in ROW_CASES:
-        r = ELEMENTS // c
-        src = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
-        dst = torch.empty(c, r, device="cuda", dtype=torch.bfloat16)
-        out.append((f"transpose R={r}", 2 * c, (lambda d=dst, s=src: d.copy_(s.t())),
-                    2 * r * c))
-    return out
+    return [transpose(torch, c, f"R={ELEMENTS // c}") for c in ROW_CASES]
 
 
 def cases(torch):
     """(name, pitch bytes, call, bytes read) for every case."""
     out = []
     for c in COLUMNS:
+        out.append(transpose(torch, c, f"C={c}"))
         r = ELEMENTS // c
-        src = torch.randn(r, c, device="cuda", dtype=torch.bfloat16)
-        dst = torch.empty(c, r, device="cuda", dtype=torch.bfloat16)
-        out.append((f"transpose C={c}", 2 * c, (lambda d=dst, s=src: d.copy_(s.t())),
-                    2 * r * c))
         parts = [torch.randn(r // 3, c, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
         views = [p.t() for p in parts]
         out.append((f"cat3 C={c}", 2 * c, (lambda v=views: torch.cat(v, dim=1)),
