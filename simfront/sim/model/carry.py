@@ -78,13 +78,11 @@ def untraced_writeback(state: CacheState, clock_before: int, sample_scale: float
     touched = (state.stamp[0] > clock_before) & (state.tags[0] >= 0)
     if grid_wide is not None:
         touched &= ~grid_wide
-    if weights is None or not (weights[touched] < 1.0).any():
-        n = int(np.count_nonzero(touched))
-        return add_untraced(state, round(n * (sample_scale - 1)), state.dirty[0][touched])
-    # the weighted lines apart, so their untraced copies carry their own (clean) sectors
-    part = touched & (weights < 1.0)
+    # the weighted lines apart, so their untraced copies carry their own (clean) sectors;
+    # their dirt is read before the whole lines' copies take their ways
+    part = touched & (weights < 1.0) if weights is not None else np.zeros_like(touched)
     whole = touched & ~part
-    part_dirt, n_part = state.dirty[0][part], float(weights[part].sum())
+    part_dirt, n_part = state.dirty[0][part], float(weights[part].sum()) if part.any() else 0.0
     out = add_untraced(state, round(int(np.count_nonzero(whole)) * (sample_scale - 1)),
                        state.dirty[0][whole])
     return out + add_untraced(state, round(n_part * (sample_scale - 1)), part_dirt)
