@@ -31,6 +31,7 @@ def _stream_twice(n_lines: int, l2_ways: int, l2_sets: int, totals_len: int | No
                    np.arange(n, dtype=np.int64) % 4)
     cfg = MemConfig(l2_hash=l2.hash_kind, l2_start=0, wave_blocks=1, warps_per_block=1,
                     l1_co_warps=1, l2_co_warps=1, l2_capacity_share=1.0, l2_traffic_scale=1.0,
+                    l1_traffic_scale=1.0,
                     sector_shift=5, line_shift=7, shared_banks=32)
     simulate_memory(rows, l1_sim(l1), l2_sim(l2), new_line_owners(), new_line_owners(), cfg,
                     MemOut(*outs, tot))

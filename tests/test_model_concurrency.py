@@ -158,7 +158,8 @@ def _stream(n_warps: int, lines_per_warp: int, co_warps: int, shared: bool,
     rows = MemRows(kind, tb, warp, width, off, addrs, np.zeros(n_warps, np.int64))
     cfg = MemConfig(l2_hash=l2.hash_kind, l2_start=0, wave_blocks=1 << 30, warps_per_block=1,
                     l1_co_warps=1, l2_co_warps=co_warps, l2_capacity_share=1.0,
-                    l2_traffic_scale=traffic, sector_shift=5, line_shift=7, shared_banks=32)
+                    l2_traffic_scale=traffic, l1_traffic_scale=1.0, sector_shift=5,
+                    line_shift=7, shared_banks=32)
     simulate_memory(rows, l1_sim(l1), l2_sim(l2), owners, new_line_owners(), cfg,
                     MemOut(*outs, tot))
     return tot, outs[0]
@@ -198,6 +199,40 @@ def test_global_bytes_counts_atomics_as_reads_and_stores_as_writes():
     kind = np.array([K_LOAD_GLOBAL, K_STORE_GLOBAL, K_ATOMIC, K_LOAD_SHARED, K_ALU], np.int8)
     nbytes = np.array([512, 128, 64, 1000, 7])
     assert global_bytes(kind, nbytes).tolist() == [576.0, 128.0]
+
+
+def test_line_touches_count_a_rows_lines_once_stores_included():
+    from simfront.sim.model.cache import global_line_touches
+    from simfront.sim.model.decode import K_ALU, K_LOAD_GLOBAL, K_STORE_GLOBAL
+
+    base = 0x7F0000000000
+    strided = base + np.arange(32, dtype=np.int64) * 4352        # a lane a line
+    coalesced = base + (1 << 20) + np.arange(32, dtype=np.int64) * 2   # 64 bytes, one line
+    straddling = base + (2 << 20) + 64 + np.arange(32, dtype=np.int64) * 4  # two lines
+    addrs = np.concatenate([strided, coalesced, straddling])
+    kind = np.array([K_LOAD_GLOBAL, K_STORE_GLOBAL, K_LOAD_GLOBAL, K_ALU], np.int8)
+    off = np.array([0, 32, 64, 96, 96], np.int64)
+    assert list(global_line_touches(kind, off, addrs, 7)) == [34.0, 1.0]
+
+
+def _softmax_l1(set_name: str, h100) -> tuple[float, float]:
+    d = repo_dir("traces") / set_name
+    pairs, _ = pair_launches(d, read_ncu(d / "ncu.csv"))
+    p = next(p for p in pairs if str(p.row["short_name"]) == "cunn_SoftMaxForward")
+    rec = simulate_kernel(p.kernel, h100, cache=False)
+    return rec["l1_hit_rate"], float(p.row["l1_hit_rate"])
+
+
+def test_the_lines_a_softmax_writes_crowd_its_rows_out_of_the_l1(h100):
+    # Two resident blocks an SM, each reading its row three times and writing it once. Rows
+    # of 127 KB (a held-out step's LM head): 254 KB read fit the 248 KB the driver leaves
+    # only if the 127 KB written took no room, and the H100 hits on 1.3% of the sectors.
+    # Rows of 64 KB fit with their output, and it hits on a third of them.
+    wide, wide_hw = _softmax_l1("ho-m2-d512", h100)
+    narrow, narrow_hw = _softmax_l1("ho-m2-d1024", h100)
+    assert wide_hw < 0.05 and narrow_hw > 0.25
+    assert wide < 0.08
+    assert narrow > 0.3
 
 
 def test_the_softmaxs_what_if_counts_the_others_output(h100):
@@ -311,7 +346,8 @@ def _l1_rereads(co_warps: int, second_warp_same_lines: bool):
     rows = MemRows(kind, tb, warp, width, off, addrs, sm_of)
     cfg = MemConfig(l2_hash=l2.hash_kind, l2_start=0, wave_blocks=1 << 30, warps_per_block=2,
                     l1_co_warps=co_warps, l2_co_warps=1, l2_capacity_share=1.0,
-                    l2_traffic_scale=1.0, sector_shift=5, line_shift=7, shared_banks=32)
+                    l2_traffic_scale=1.0, l1_traffic_scale=1.0, sector_shift=5, line_shift=7,
+                    shared_banks=32)
     simulate_memory(rows, l1_sim(l1), l2_sim(l2), new_line_owners(), l1_owners, cfg,
                     MemOut(*outs, tot))
     return tot, outs[1]

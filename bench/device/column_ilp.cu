@@ -66,7 +66,6 @@ int main(int argc, char** argv) {
   struct Case { const char* name; int kind; int blocks; int threads; };
   const Case cases[] = {{"ilp1", 1, (int)(N / 128), 128}, {"ilp4", 4, (int)(N / 512), 128},
                         {"loop1", -1, 792, 512}, {"loop4", -4, 792, 512}};
-  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
   printf("case,blocks,threads,elements,ms\n");
   for (const Case& c : cases) {
     auto go = [&] {
@@ -79,14 +78,7 @@ int main(int argc, char** argv) {
     };
     go();
     CK(cudaStreamSynchronize(st));
-    std::vector<float> ms;
-    for (int r = 0; r < reps; ++r) {
-      if (st != (cudaStream_t)0) { ms.push_back(time_ms(st, go)); continue; }
-      CK(cudaEventRecord(a)); go(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-      float x; CK(cudaEventElapsedTime(&x, a, b)); ms.push_back(x);
-    }
-    std::sort(ms.begin(), ms.end());
-    printf("%s,%d,%d,%ld,%.4f\n", c.name, c.blocks, c.threads, N, ms[ms.size() / 2]);
+    printf("%s,%d,%d,%ld,%.4f\n", c.name, c.blocks, c.threads, N, median_ms(st, reps, go));
     fflush(stdout);
   }
   return 0;

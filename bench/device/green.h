@@ -43,6 +43,21 @@ template <class F> static float time_ms(cudaStream_t s, F launch) {
   return std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The median of `reps` timed launches of `launch` on `s`: CUDA events on the whole GPU's
+// stream, the host clock on a green context's (time_ms).
+template <class F> static float median_ms(cudaStream_t s, int reps, F launch) {
+  std::vector<float> ms;
+  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+  for (int r = 0; r < reps; ++r) {
+    if (s != (cudaStream_t)0) { ms.push_back(time_ms(s, launch)); continue; }
+    CK(cudaEventRecord(a)); launch(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
+    float x; CK(cudaEventElapsedTime(&x, a, b)); ms.push_back(x);
+  }
+  CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 // The stream and SM count of a shapes microbenchmark (store_shapes.cu, load_shapes.cu):
 // argv[2] SMs of a green context (0 or none: the whole GPU), or with SHAPE_SMS=N in the
 // environment the grid a green context of N SMs would get, on the whole GPU (NVBit cannot

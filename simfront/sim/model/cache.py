@@ -265,6 +265,32 @@ def mark_l1_owners(kind, tb, warp, width, addr_off, addrs, warps_per_block, line
                                by_block, owners.keys, owners.vals, owners.n))
 
 
+@numba.njit(cache=True)
+def global_line_touches(kind, addr_off, addrs, line_shift):
+    """[lines read, lines written] by a trace's global memory rows, each row's lines counted
+    once (a lane whose line differs from the lane before it touches another), with the
+    reads and writes of :func:`global_bytes`. What a warp's instructions take of the L1 is
+    lines, not bytes: a transposing copy's 2-byte loads touch 32 lines each, its coalesced
+    stores one."""
+    out = np.zeros(2, np.float64)
+    for i in range(kind.shape[0]):
+        k = kind[i]
+        if k == K_STORE_GLOBAL:
+            slot = 1
+        elif (k == K_LOAD_GLOBAL or k == K_ASYNC_COPY or k == K_PREFETCH or k == K_ATOMIC
+              or k == K_REDUCTION):
+            slot = 0
+        else:
+            continue
+        last = np.int64(-1)
+        for j in range(addr_off[i], addr_off[i + 1]):
+            line = addrs[j] >> line_shift
+            if line != last:
+                out[slot] += 1.0
+                last = line
+    return out
+
+
 def global_bytes(kind: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     """[bytes read, bytes written] by a trace's global memory rows (``nbytes``: each row's
     active lanes times its access width). Loads, asynchronous copies and prefetches read;
@@ -356,6 +382,7 @@ class MemConfig(NamedTuple):
     l2_co_warps: int
     l2_capacity_share: float
     l2_traffic_scale: float
+    l1_traffic_scale: float
     sector_shift: int
     line_shift: int
     shared_banks: int
@@ -459,10 +486,11 @@ def _wavefronts(addrs, a0, a1, w, shared_banks, words, counts):
 
 
 @numba.njit(cache=True, inline="always")
-def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_keys, l1_vals, judged, l1_co_warps):
+def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_keys, l1_vals, judged, co_warps):
     """A read of one sector in SM ``c``'s L1: (hit, the line last touched by this
     instruction). A re-read of a line only this warp reads on its SM (``l1_owners``) hits
-    only if the line survived the lines the SM's resident warps touched meanwhile."""
+    only if the line survived the lines the SM's resident warps moved meanwhile
+    (``co_warps``: those warps times their traffic per read, writes included)."""
     hit1, _e, s1, w1, age1 = _access(l1.tags, l1.valid, l1.dirty, l1.stamp, l1.clock, c,
                                      line, bit, False, True, 0)
     if w1 >= 0 and judged:
@@ -475,7 +503,7 @@ def _l1_read(i, c, gw, line, bit, last_line, rows, l1, l1_keys, l1_vals, judged,
         mine = l1.last.shape[0] == 0 or l1.last[c, s1, w1] == gw
         if hit1 and age1 >= 0 and mine and linemap.get(
                 l1_keys, l1_vals, (line << L1_KEY_BITS) | c, SHARED_LINE) == owner:
-            between = (l1.aclock[c] - 1 - l1.astamp[c, s1, w1]) * l1_co_warps
+            between = (l1.aclock[c] - 1 - l1.astamp[c, s1, w1]) * co_warps
             if not survives(line, between, l1.valid.shape[1], l1.valid.shape[2]):
                 hit1 = False
                 l1.valid[c, s1, w1] = bit
@@ -571,7 +599,7 @@ def _global_row(i, rows, l1, l2, owners, l1_judged, cfg, out, secs):
             else:
                 hit1, last_line = _l1_read(i, c, gw, line, bit, last_line, rows, l1,
                                            owners.l1_keys, owners.l1_vals, l1_judged,
-                                           cfg.l1_co_warps)
+                                           cfg.l1_co_warps * cfg.l1_traffic_scale)
                 if hit1:
                     totals[1] += 1
                     continue
@@ -643,11 +671,16 @@ def simulate_memory(rows, l1, l2, line_owners: LineMap, l1_owners: LineMap, cfg,
 
     The L1 likewise (``l1_owners`` from :func:`mark_l1_owners`, empty to leave it out): a
     warp's re-read of a line only it reads on its SM hits only if the line survives the
-    lines the SM's resident warps touch meanwhile, ``l1_co_warps`` times the lines this
+    lines the SM's resident warps move meanwhile, ``l1_co_warps`` times the lines this
     warp touched since it last touched it (``l1.astamp`` against ``l1.aclock``, counted once
-    per line and instruction, not per sector: a strided load touches a line per lane). A
-    transposing copy's 64 resident warps each touch 32 lines per load, so the four loads a
-    warp makes of the same sectors find them evicted about half the time.
+    per line and instruction, not per sector: a strided load touches a line per lane), times
+    ``l1_traffic_scale``: the lines the kernel's instructions touch per line its reads
+    touch (:func:`global_line_touches`), as the lines the resident warps store to take
+    room in the L1 too. A transposing copy's 64 resident warps each touch 32 lines per load
+    and one per store, so the four loads a warp makes of the same sectors find them
+    evicted about half the time; a softmax whose two resident blocks read 127 KB rows three
+    times and write them once finds its 248 KB L1 full between passes (ncu: 1.3% of sectors
+    hit), a 64 KB row does not (ncu: 32%).
     """
     if out.totals.shape[0] < N_TOTALS:  # numba does not check bounds: a short array corrupts
         raise ValueError("simulate_memory: totals needs N_TOTALS entries")

@@ -25,9 +25,9 @@ import numpy as np
 from simfront.core.errors import TraceFormatError
 from simfront.sim.model import fill, prefetch, reuse, sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
-                                      MemRows, global_bytes, l1_sim, l2_sim, l2_state,
-                                      mark_l1_owners, mark_line_owners, new_line_owners,
-                                      simulate_memory, store_slots)
+                                      MemRows, global_bytes, global_line_touches, l1_sim,
+                                      l2_sim, l2_state, mark_l1_owners, mark_line_owners,
+                                      new_line_owners, simulate_memory, store_slots)
 from simfront.sim.model.carry import L2Carry, limit_dirty, untraced_writeback
 from simfront.sim.model.decode import (K_ASYNC_COPY, K_ATOMIC, K_REDUCTION, K_STORE_GLOBAL,
                                        N_PIPES,
@@ -323,6 +323,7 @@ class _TracePass:
         # the kernel's global bytes read (atomics included) and written, for the L2 traffic
         # per read that private reuse counts in a reuse distance (cache.simulate_memory)
         self.moved = np.zeros(2)
+        self.moved_lines = np.zeros(2)
         self.line_owners = new_line_owners()
         self.l1_owners = new_line_owners()
         self.wave_blocks = max(1, S * occ.blocks_per_sm)
@@ -475,6 +476,10 @@ class _TracePass:
                          W, line_shift, self.line_owners)
         self.moved += global_bytes(rows.kind, lanes * rows.width)
         traffic = self.moved.sum() / self.moved[0] if self.moved[0] else 1.0
+        self.moved_lines += global_line_touches(rows.kind, rows.addr_off, rows.addrs,
+                                                line_shift)
+        l1_traffic = (self.moved_lines.sum() / self.moved_lines[0] if self.moved_lines[0]
+                      else 1.0)
         if self.share:
             sharing.mark_line_readers(rows.kind, rows.tb, rows.width, rows.addr_off,
                                       rows.addrs, self.tb_rank, line_shift, self.readers)
@@ -486,7 +491,8 @@ class _TracePass:
             wave_blocks=self.wave_blocks, warps_per_block=W, l1_co_warps=self.l1_co_warps,
             l2_co_warps=self.l2_co_warps,
             l2_capacity_share=float(self.params.l2.private_capacity),
-            l2_traffic_scale=float(traffic), sector_shift=self.sector_shift,
+            l2_traffic_scale=float(traffic),
+            l1_traffic_scale=float(l1_traffic), sector_shift=self.sector_shift,
             line_shift=line_shift, shared_banks=self.gpu.sm.l1.banks)
         n = rows.kind.shape[0]
         out = MemOut(*(np.zeros(n, np.int32) for _ in range(5)), self.totals)
