@@ -37,6 +37,9 @@ CORPUS = REPO_ROOT / "traces" / "corpus.yaml"
 TRACES = REPO_ROOT / "traces"
 #: a kernel enters the per-kernel table when it holds at least this share of the step
 MIN_SHARE = 0.01
+#: A launch whose traced blocks hold less than this share of the census's average block
+#: (`sim_traced_work_share`) is timed blind: its sample saw none of the grid's memory work
+BLIND = 0.05
 #: the SSD kernels (Mamba2's Triton kernels), listed whatever their share: the balance
 #: answer rests on them
 SSD = re.compile(r"^_(chunk|state_passing|bmm)")
@@ -65,9 +68,12 @@ def baseline(trace_dir: Path, gpu_name: str) -> pd.DataFrame:
     ncu = read_ncu(trace_dir / "ncu.csv")
     pairs, _ = pair_launches(trace_dir, ncu)
     recs = model_records(trace_dir, load_gpu(gpu_name), l2="cold")
+    traced = (recs["sim_traced_work_share"] if "sim_traced_work_share" in recs
+              else pd.Series(1.0, index=recs.index))
     rows = [{"file": p.kernel.path.name, "kernel": str(p.row["short_name"]),
              "category": p.row.get("category"), "ncu_cycles": float(p.row["cycles"]),
-             "model_cycles": float(recs.cycles.get(p.kernel.path.name, np.nan))}
+             "model_cycles": float(recs.cycles.get(p.kernel.path.name, np.nan)),
+             "traced_work_share": float(traced.get(p.kernel.path.name, 1.0))}
             for p in pairs]
     df = pd.DataFrame(rows)
     return df[df.model_cycles.notna()]
@@ -88,7 +94,10 @@ def set_rows(name: str) -> tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]:
     base = baseline(d, gpu_name)
     summary = {"set": name, "gpu": gpu_name, "launches": len(list(d.glob("kernel-*"))),
                "paired": len(base), "mape": mape(base.ncu_cycles, base.model_cycles),
-               "step_ratio": float(base.model_cycles.sum() / base.ncu_cycles.sum())}
+               "step_ratio": float(base.model_cycles.sum() / base.ncu_cycles.sum()),
+               "blind": int((base.traced_work_share < BLIND).sum()),
+               "blind_share": float(base.ncu_cycles[base.traced_work_share < BLIND].sum()
+                                    / base.ncu_cycles.sum())}
     wh = compare(d, progress=lambda m: print(m, file=sys.stderr, flush=True))
     whatifs = [{"condition": r.condition, "hw": r.hw_ratio, "model": r.model_ratio,
                 "step_error": r.step_error, "mape": r.per_kernel_mape, "paired": r.n_exact}
@@ -124,16 +133,22 @@ def render(results: list[tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]]) -
            "tuned to another grid under ncu than in the traced run do not pair and are left "
            "out. What-ifs: CUPTI timelines on green contexts of the same step, the model's L2 "
            "warm (`simfront analyze whatif`).", "",
+           "*Blind launches*: paired launches whose traced blocks hold under "
+           f"{BLIND:.0%} of the census's average block (`sim_traced_work_share`: the sample "
+           "took blocks that exit at once), and their share of ncu's step cycles: the model "
+           "times them without their memory traffic.", "",
            "| set | GPU | paired / launches | baseline MAPE | step cycles model/ncu | "
-           "96 SMs step error | 64 SMs | 32 SMs | per-kernel ratio MAPE at 64 SMs |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "96 SMs step error | 64 SMs | 32 SMs | per-kernel ratio MAPE at 64 SMs | "
+           "blind launches |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for s, _, wh, _ in results:
         by = {w["condition"].split("-")[-1]: w for w in wh}
         cells = [f"{by[c]['step_error']:+.1%}" if c in by else "-" for c in
                  ("sms96", "sms64", "sms32")]
         m64 = f"{by['sms64']['mape']:.1%}" if "sms64" in by else "-"
         out.append(f"| {s['set']} | {s['gpu']} | {s['paired']} / {s['launches']} | "
-                   f"{s['mape']:.1%} | {s['step_ratio']:.3f} | {' | '.join(cells)} | {m64} |")
+                   f"{s['mape']:.1%} | {s['step_ratio']:.3f} | {' | '.join(cells)} | {m64} | "
+                   f"{s['blind']} ({s['blind_share']:.1%}) |")
     out += ["", "### Worst systematic misses, per kernel", "",
             "Each kernel's launches summed; the twelve largest kernels of at least 1% of the step, then "
             "every SSD kernel (Triton `_chunk_*`, `_state_passing_*`, `_bmm_*`). Baseline: "

@@ -60,3 +60,18 @@ def test_the_layer_norm_backward_on_fewer_sms_follows_its_working_blocks(trace, 
         model = rec["cycles"] / base["cycles"]
         # every block taken to work put a second wave on 64 SMs: 1.74x / 2.49x here
         assert model == pytest.approx(hw, rel=0.1), (sms, model, hw)
+
+
+def test_a_sample_of_blocks_that_exit_at_once_is_flagged_blind():
+    # PyTorch's CatArrayBatchedCopy over five inputs (grid 264 x 5, `ho-m2-d512`): the
+    # sampled box (4 x 2 blocks at the grid's corner) holds only blocks that exit after 11
+    # instructions a warp, where the census's average block runs ~2,600 a warp: the record says
+    # so (`sim_traced_work_share`), as the model saw none of the grid's memory traffic
+    # (ncu: 61 MB read). Its three-input sibling's sample works (share above 1).
+    h100 = load_gpu("h100")
+    cat = repo_dir("traces") / "ho-m2-d512"
+    blind = simulate_kernel(KernelTrace(cat / "kernel-197887.traceg.xz"), h100, cache=False)
+    seen = simulate_kernel(KernelTrace(cat / "kernel-197876.traceg.xz"), h100, cache=False)
+    assert blind["sim_traced_work_share"] < 0.01
+    assert blind["l1_accesses"] == 0 and blind["dram_read_bytes"] == 0
+    assert seen["sim_traced_work_share"] > 0.5 and seen["dram_read_bytes"] > 1e7

@@ -111,6 +111,7 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         "sim_flops": run.prep.flops,
         "sim_sample_scale": run.prep.sample_scale,
         "sim_work_scale": run.prep.work_scale,
+        "sim_traced_work_share": run.prep.traced_work_share,
         "sim_persistent": run.prep.persistent,
         "sim_schedule": run.prep.schedule,
         # "warm": the L2 started as the step's previous kernel left it (carry.py)

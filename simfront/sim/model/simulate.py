@@ -234,6 +234,11 @@ class Prepared:
     #: a sampled trace's traced blocks (``cols`` holds their rows), repeated in order up to
     #: ``timed_blocks`` when timed (``sm0_rows``); 0: ``cols`` holds every timed block
     repeat_from: int = 0
+    #: a sampled trace's traced blocks' average warp instructions over the census's average
+    #: block (1: unsampled, or no census). Far below 1, the sample holds blocks that exit at
+    #: once while the grid's others work: the memory side saw none of that work, and SM 0's
+    #: time is the census's instructions through an exiting block's rows
+    traced_work_share: float = 1.0
 
     def sm0_rows(self) -> tuple[dict, np.ndarray, np.ndarray]:
         """SM 0's rows and, for each warp of its ``timed_blocks`` blocks (block b's warp w
@@ -667,12 +672,17 @@ class _TracePass:
         repeat_from = 0
         if self.sampled and 0 < n_timed_blocks < sm0_blocks:
             repeat_from, n_timed_blocks = n_timed_blocks, sm0_blocks
+        census = self.header.census_warp_instructions
+        traced_share = 1.0
+        if self.sampled and census and n_blocks_trace:
+            traced_share = (traced_instructions / n_blocks_trace) / (census / self.B)
         return Prepared(self.ln, self.occ, self.S, self.active, n_blocks_trace, self.n_instr,
                         self.n_thread, self.pipe_counts, self.flops, self.totals, self.table,
                         cols, warp_off, n_timed_blocks, wall_s, cache_key(self.gpu),
                         sample_scale=scale, work_scale=work_scale,
                         persistent=self.persistent, schedule=schedule,
-                        warm_l2=self.carried is not None, repeat_from=repeat_from)
+                        warm_l2=self.carried is not None, repeat_from=repeat_from,
+                        traced_work_share=traced_share)
 
 
 def working_blocks(block_rows: np.ndarray, n_blocks: int, census: float | None) -> int:
