@@ -233,7 +233,9 @@ def compile_one() -> dict:
 def compile_fresh() -> dict:
     """``compile_one`` in a fresh process whose numba cache is empty."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "NUMBA_CACHE_DIR": tmp, "SIMFRONT_MODEL_CACHE": "off"}
+        # the decoded-trace cache off too: a decoded copy would spare the scanner its compile
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp, "SIMFRONT_MODEL_CACHE": "off",
+               "SIMFRONT_TRACE_CACHE": "off"}
         out = subprocess.run([sys.executable, __file__, "_compile"], cwd=REPO_ROOT, env=env,
                              capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
