@@ -29,6 +29,7 @@ from simfront.analysis.whatif import base_label, compare, model_records, model_s
 from simfront.gpu import load_gpu
 from simfront.core.paths import REPO_ROOT
 from simfront.sim.model import MODEL_VERSION
+from simfront.sim.model.simulate import BLIND_WORK_SHARE
 from simfront.sim.model.validation import pair_launches, read_ncu
 from simfront.stats.matching import mape
 
@@ -37,9 +38,6 @@ CORPUS = REPO_ROOT / "traces" / "corpus.yaml"
 TRACES = REPO_ROOT / "traces"
 #: a kernel enters the per-kernel table when it holds at least this share of the step
 MIN_SHARE = 0.01
-#: A launch whose traced blocks hold less than this share of the census's average block
-#: (`sim_traced_work_share`) is timed blind: its sample saw none of the grid's memory work
-BLIND = 0.05
 #: the SSD kernels (Mamba2's Triton kernels), listed whatever their share: the balance
 #: answer rests on them
 SSD = re.compile(r"^_(chunk|state_passing|bmm)")
@@ -92,12 +90,12 @@ def set_rows(name: str) -> tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]:
     d = TRACES / name
     gpu_name = gpu_of(d)
     base = baseline(d, gpu_name)
+    blind = base.traced_work_share < BLIND_WORK_SHARE
     summary = {"set": name, "gpu": gpu_name, "launches": len(list(d.glob("kernel-*"))),
                "paired": len(base), "mape": mape(base.ncu_cycles, base.model_cycles),
                "step_ratio": float(base.model_cycles.sum() / base.ncu_cycles.sum()),
-               "blind": int((base.traced_work_share < BLIND).sum()),
-               "blind_share": float(base.ncu_cycles[base.traced_work_share < BLIND].sum()
-                                    / base.ncu_cycles.sum())}
+               "blind": int(blind.sum()),
+               "blind_share": float(base.ncu_cycles[blind].sum() / base.ncu_cycles.sum())}
     wh = compare(d, progress=lambda m: print(m, file=sys.stderr, flush=True))
     whatifs = [{"condition": r.condition, "hw": r.hw_ratio, "model": r.model_ratio,
                 "step_error": r.step_error, "mape": r.per_kernel_mape, "paired": r.n_exact}
@@ -134,7 +132,8 @@ def render(results: list[tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]]) -
            "out. What-ifs: CUPTI timelines on green contexts of the same step, the model's L2 "
            "warm (`simfront analyze whatif`).", "",
            "*Blind launches*: paired launches whose traced blocks hold under "
-           f"{BLIND:.0%} of the census's average block (`sim_traced_work_share`: the sample "
+           f"{BLIND_WORK_SHARE:.0%} of the census's average block "
+           "(`sim_traced_work_share`: the sample "
            "took blocks that exit at once), and their share of ncu's step cycles: the model "
            "times them without their memory traffic.", "",
            "| set | GPU | paired / launches | baseline MAPE | step cycles model/ncu | "

@@ -79,6 +79,20 @@ def test_cli_sim_run_writes_records(scan_step, tmp_path):
     assert len(df) == 1 and df.loc[0, "backend"] == "model" and df.loc[0, "cycles"] > 0
 
 
+def test_cli_sim_run_names_the_launches_it_timed_blind():
+    """A launch whose sampled blocks all exit at once (the five-input batched cat of a
+    held-out step) is named on stderr; its sibling, whose sample works, is not."""
+    from simfront.cli import cli
+    from simfront.core.paths import repo_dir
+
+    r = CliRunner().invoke(cli, ["sim", "run", str(repo_dir("traces") / "ho-m2-d512"),
+                                 "--kernel", "kernel-197887", "--kernel", "kernel-197876"])
+    assert r.exit_code == 0, r.output
+    note = next(line for line in r.output.splitlines() if line.startswith("note:"))
+    assert "1 launch(es) timed blind" in note and "kernel-197887" in note
+    assert "kernel-197876" not in note
+
+
 def test_a_sampled_trace_stands_for_its_whole_grid():
     """simfront's tracer kept 32 of the 528 blocks of this layer-norm launch: the model's
     counts are the whole grid's, and SM 0 is timed on its share (4 blocks), not on 1."""

@@ -17,6 +17,7 @@ from simfront.gpu import load_gpu
 
 from simfront.sim.backend import SimJob, get_backend
 
+from simfront.sim.model.simulate import BLIND_WORK_SHARE
 from simfront.sim.model.validation import pair_launches, read_ncu
 
 
@@ -24,6 +25,19 @@ def _launches_from_ncu(path: Path, trace_dir: Path) -> dict:
     """Registers and shared memory per kernel file, from ncu records of the same step."""
     pairs, _ = pair_launches(trace_dir, read_ncu(path))
     return {p.kernel.path.name: p.launch for p in pairs}
+
+
+def _warn_blind(records: pd.DataFrame) -> None:
+    """Name the launches whose sampled blocks did none of the grid's work."""
+    if "sim_traced_work_share" not in records:
+        return
+    blind = records[records["sim_traced_work_share"] < BLIND_WORK_SHARE]
+    if blind.empty:
+        return
+    names = ", ".join(f"kernel-{r.kernel_id} ({r.kernel})" for r in blind.itertuples())
+    click.echo(f"note: {len(blind)} launch(es) timed blind, their traced blocks holding under "
+               f"{BLIND_WORK_SHARE:.0%} of the grid's average block (blocks that exit at "
+               f"once): their memory traffic is not simulated. {names}", err=True)
 
 
 @click.command("run")
@@ -57,6 +71,7 @@ def run_cmd(trace_dir: Path, gpu_spec: str, kernels: tuple[str, ...], backend: s
                             "bound", "l2_hit_rate", "dram_read_bytes", "sim_wall_s")
                 if c in show]
         click.echo(show[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        _warn_blind(show)
     if out_csv is not None:
         out_csv.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_path = tempfile.mkstemp(dir=out_csv.parent, suffix=".tmp")

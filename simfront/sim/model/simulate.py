@@ -147,6 +147,11 @@ ONE_WAVE_MAX_BLOCKS = 64
 #: Traced blocks whose warp instructions are within this share of the largest are alike
 #: (``working_blocks``)
 ALIKE_BLOCKS = 0.005
+#: A sampled trace whose traced blocks hold less than this share of the census's average
+#: block (``Prepared.traced_work_share``) is timed blind: its blocks exit at once, and the
+#: model saw none of the grid's memory work. Reports name such launches.
+BLIND_WORK_SHARE = 0.05
+
 #: The largest share of a grid taken as blocks that exit at once: a grid rounded up (to the
 #: SM count, to whole tiles) leaves a few; a larger shortfall is blocks that do other work
 #: than the traced ones (a causal kernel's tiles above the diagonal store zeros)
