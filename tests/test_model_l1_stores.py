@@ -12,9 +12,9 @@ import pytest
 
 from simfront.core.ncu import read_ncu_csv
 from simfront.core.paths import REPO_ROOT
-from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
-                                      MemRows, global_line_touches, l1_sim, l2_sim,
-                                      mark_l1_owners, new_line_owners, simulate_memory)
+from simfront.sim.model.cache import (HASH_LINEAR, CacheState, MemConfig, MemRows,
+                                      global_line_touches, l1_sim, l2_sim, mark_l1_owners,
+                                      mem_out, new_line_owners, simulate_memory)
 from simfront.sim.model.decode import K_LOAD_GLOBAL, K_STORE_GLOBAL
 
 DATA = REPO_ROOT / "bench" / "data" / "device" / "l1_rows"
@@ -69,17 +69,15 @@ def model_load_hits(row_kb: int, write: bool, stores_take_room: bool = True) -> 
     mark_l1_owners(kind, tb, warp, width, off, addrs, 32, 7, sm_of, 1, owners)
     touches = global_line_touches(kind, off, addrs, 7)
     scale = touches.sum() / touches[0] if stores_take_room else 1.0
-    n = len(kind)
-    tot = np.zeros(N_TOTALS, np.int64)
+    out = mem_out(len(kind))
     cfg = MemConfig(l2_hash=l2.hash_kind, l2_start=0, wave_blocks=1 << 30, warps_per_block=32,
                     l1_co_warps=64, l2_co_warps=1, l2_capacity_share=1.0,
                     l2_traffic_scale=1.0, l1_traffic_scale=float(scale), sector_shift=5,
                     line_shift=7, shared_banks=32)
     simulate_memory(MemRows(kind, tb, warp, width, off, addrs, sm_of), l1_sim(l1), l2_sim(l2),
-                    new_line_owners(), owners, cfg,
-                    MemOut(*(np.zeros(n, np.int32) for _ in range(5)), tot))
+                    new_line_owners(), owners, cfg, out)
     load_sectors = int(np.diff(off)[kind == K_LOAD_GLOBAL].sum()) // 2  # 16 B lanes
-    return tot[1] / load_sectors
+    return out.totals[1] / load_sectors
 
 
 @pytest.fixture(scope="module")

@@ -330,8 +330,8 @@ class _TracePass:
         self.l2state = state
         self.l1 = l1_sim(l1, params.l1.crowding_by_block)
         self.l2 = l2_sim(state)
-        # the kernel's global bytes read (atomics included) and written, for the L2 traffic
-        # per read that private reuse counts in a reuse distance (cache.simulate_memory)
+        # the kernel's global bytes and lines read (atomics included) and written: the L2's
+        # and the L1's traffic per read that a reuse distance counts (cache.simulate_memory)
         self.moved = np.zeros(2)
         self.moved_lines = np.zeros(2)
         self.line_owners = new_line_owners()
@@ -485,11 +485,8 @@ class _TracePass:
         mark_line_owners(rows.kind, rows.tb, rows.warp, rows.width, rows.addr_off, rows.addrs,
                          W, line_shift, self.line_owners)
         self.moved += global_bytes(rows.kind, lanes * rows.width)
-        traffic = self.moved.sum() / self.moved[0] if self.moved[0] else 1.0
         self.moved_lines += global_line_touches(rows.kind, rows.addr_off, rows.addrs,
                                                 line_shift)
-        l1_traffic = (self.moved_lines.sum() / self.moved_lines[0] if self.moved_lines[0]
-                      else 1.0)
         if self.share:
             sharing.mark_line_readers(rows.kind, rows.tb, rows.width, rows.addr_off,
                                       rows.addrs, self.tb_rank, line_shift, self.readers)
@@ -501,8 +498,8 @@ class _TracePass:
             wave_blocks=self.wave_blocks, warps_per_block=W, l1_co_warps=self.l1_co_warps,
             l2_co_warps=self.l2_co_warps,
             l2_capacity_share=float(self.params.l2.private_capacity),
-            l2_traffic_scale=float(traffic),
-            l1_traffic_scale=float(l1_traffic), sector_shift=self.sector_shift,
+            l2_traffic_scale=_per_read(self.moved),
+            l1_traffic_scale=_per_read(self.moved_lines), sector_shift=self.sector_shift,
             line_shift=line_shift, shared_banks=self.gpu.sm.l1.banks)
         n = rows.kind.shape[0]
         out = MemOut(*(np.zeros(n, np.int32) for _ in range(5)), self.totals)
@@ -688,6 +685,12 @@ class _TracePass:
                         persistent=self.persistent, schedule=schedule,
                         warm_l2=self.carried is not None, repeat_from=repeat_from,
                         traced_work_share=traced_share)
+
+
+def _per_read(moved: np.ndarray) -> float:
+    """What a kernel moves ([read, written], bytes or lines) per unit it reads; 1 where it
+    reads nothing."""
+    return float(moved.sum() / moved[0]) if moved[0] else 1.0
 
 
 def working_blocks(block_rows: np.ndarray, n_blocks: int, census: float | None) -> int:
