@@ -63,6 +63,33 @@ def sustained_shares(runs: "pd.DataFrame | list[pd.DataFrame]", peak_gbps: float
     return best.drop(columns=["lo", "hi"]).sort_values("write_share").reset_index(drop=True)
 
 
+def turn_fit(best: pd.DataFrame, peak_bytes_per_s: float) -> tuple[float, float]:
+    """The DRAM's cost of turning its bus, from one GPU's sustained mixes (``best``, of
+    ``sustained_shares``): least squares of a byte's time over the mixes that read, as
+    ``1 / (peak x share) + k x turned``, where a byte's turned share is its write share, at
+    most twice its read share (``simulate.dram_time``). Returns (the share a stream that
+    only reads sustains, k in picoseconds a byte written)."""
+    import numpy as np
+
+    reads = best[best.r > 0]
+    w = reads.write_share.to_numpy(float)
+    turned = np.minimum(w, 2.0 * (1.0 - w))
+    per_byte = 1.0 / (reads.gbps.to_numpy(float) * 1e9)
+    a, k = np.linalg.lstsq(np.vstack([np.ones_like(w), turned]).T, per_byte, rcond=None)[0]
+    return float(1.0 / (a * peak_bytes_per_s)), float(k * 1e12)
+
+
+def turned_shares(best: pd.DataFrame, peak_bytes_per_s: float, reads_share: float,
+                  turn_ps: float) -> pd.Series:
+    """The shares of the peak ``turn_fit``'s line gives each mix of ``best``."""
+    import numpy as np
+
+    w = best.write_share.to_numpy(float)
+    turned = np.where(best.r > 0, np.minimum(w, 2.0 * (1.0 - w)), 0.0)
+    per_byte = 1.0 / (peak_bytes_per_s * reads_share) + turned * turn_ps * 1e-12
+    return pd.Series(1.0 / (per_byte * peak_bytes_per_s), index=best.index)
+
+
 def reads_in_flight_needed(d: pd.DataFrame, best: pd.DataFrame, r: int = 1, w: int = 1,
                            within: float = 0.05) -> float:
     """The fewest KiB of reads a SM keeps in flight at which the r:w mix comes within
@@ -236,12 +263,42 @@ def fewer_sms_lines(tag: str, with_model: bool) -> list[str]:
     return lines
 
 
+def turn_lines(bests: dict) -> list[str]:
+    """The turn cost fitted on the H100's mixes, the H200's held out."""
+    b100, g100, _ = bests["h100"]
+    b200, g200, _ = bests["h200"]
+    e100, k100 = turn_fit(b100, g100.dram.bandwidth.bytes_per_s)
+    e200, k200 = turn_fit(b200, g200.dram.bandwidth.bytes_per_s)
+    # the H200 predicted with its own read-only share and the H100's turn cost
+    pred = turned_shares(b200, g200.dram.bandwidth.bytes_per_s, e200, k100)
+    err = (pred / b200.share - 1).abs()
+    mixed = b200[(b200.r > 0) & (b200.w > 0)]
+    return ["**The turns' cost** (`python bench/bench_dram_mix.py --fit`): a byte's time "
+            "over the mixes that read, least squares of 1 / (peak x share) + k x (the write "
+            "share, at most twice the read share). The H100's mixes (the fit): streams that "
+            f"only read {e100:.3f} of the peak, k = {k100:.3f} ps a byte written. Held out, "
+            f"the H200's mixes with its own read-only share ({e200:.3f}) and the H100's k: "
+            f"within {float(err[mixed.index].max()) * 100:.1f}% of each measured mixed share "
+            f"(its own fit: k = {k200:.3f}). A turn takes the same time on both, so the H200 "
+            "loses more of its peak to it. The model's DRAM bound does not take it: added "
+            "to that bound it made the held-out baselines better and the SM-count what-ifs "
+            "worse (docs/history.md, *Tried and not kept*)."]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-write", action="store_true", help="print, don't update RESULTS.md")
     ap.add_argument("--no-model", action="store_true",
                     help="leave out the model on the streams (minutes of one core)")
+    ap.add_argument("--fit", action="store_true",
+                    help="print the bus turns' cost fitted on the H100's mixes and stop")
     args = ap.parse_args()
+    if args.fit:
+        gpu = load_gpu("h100")
+        best = sustained_shares(whole_gpu_runs("h100"), gpu.dram.bandwidth.bytes_per_s / 1e9)
+        e, k = turn_fit(best, gpu.dram.bandwidth.bytes_per_s)
+        print(f"h100: reads alone {e:.3f} of the peak; a byte written {k:.3f} ps")
+        return
     lines = [SECTION, "",
              "`bash bench/device/dram_mix.sh TAG` (2026-11-27; one call each, on an NVIDIA "
              "H100 80GB HBM3 and an NVIDIA H200, driver 580.159.04): every thread streams R "
@@ -304,6 +361,7 @@ def main() -> None:
                 for r in soft.itertuples()) + "), where the step's other long streams reach "
             + ", ".join(f"{r.share:.2f} at {r.write_share:.2f}" for r in rest.itertuples())
             + ": what is left of the softmax's miss is its own, not the DRAM's.")
+    lines += ["", *turn_lines(bests)]
     lines += fewer_sms_lines("h200", not args.no_model)
     body = "\n".join(lines) + "\n"
     print(body)

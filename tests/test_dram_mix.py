@@ -76,3 +76,21 @@ def test_the_model_on_the_streams_pairs_each_measured_shape(tmp_path):
     assert len(t) == 2 and set(t.sms) == {32}
     # one load a warp at a time: the model within 10% of the H200
     assert abs(float(t[t.ilp == 1].ratio.iloc[0]) - 1) < 0.10
+
+
+
+def test_the_turn_cost_fitted_on_the_h100_holds_on_the_h200():
+    h100, h200 = load_gpu("h100"), load_gpu("h200")
+    e100, k100 = bench.turn_fit(_best("h100"), h100.dram.bandwidth.bytes_per_s)
+    assert 0.92 < e100 < 0.95 and 0.05 < k100 < 0.07
+    # held out: the H200's mixed streams from its read-only share and the H100's cost
+    best = _best("h200")
+    e200, k200 = bench.turn_fit(best, h200.dram.bandwidth.bytes_per_s)
+    pred = bench.turned_shares(best, h200.dram.bandwidth.bytes_per_s, e200, k100)
+    mixed = (best.r > 0) & (best.w > 0)
+    assert ((pred[mixed] / best.share[mixed] - 1).abs() < 0.04).all()
+    # without the turns (the read-only share for every mix) the mixes miss by far more
+    flat = bench.turned_shares(best, h200.dram.bandwidth.bytes_per_s, e200, 0.0)
+    assert ((flat[mixed] / best.share[mixed] - 1).abs() > 0.05).any()
+    # a turn costs about as long in time on both GPUs (within a sixth), not as many bytes
+    assert abs(k200 / k100 - 1) < 1 / 6
