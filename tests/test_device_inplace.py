@@ -1,7 +1,7 @@
-"""The H200's read-modify-write streams and its in-place foreach update on fewer SMs, as
-measured (bench/data/device/inplace/, bench/data/device/foreach_sms/; bench/RESULTS.md,
-*Writing back in place, on fewer SMs*): what the model's fewer-SM miss on the held-out
-hybrid step's foreach update is not."""
+"""The H200's read-modify-write streams, its in-place foreach update on fewer SMs and its
+reads beside stores, as measured (bench/data/device/inplace/, foreach_sms/, rw_split/;
+bench/RESULTS.md, *Writing back in place, on fewer SMs* and *Whose stores slow a read*):
+what the model's fewer-SM miss on the held-out steps' streaming updates is and is not."""
 
 from __future__ import annotations
 
@@ -67,3 +67,17 @@ def test_the_foreach_update_alone_scales_less_than_in_the_step():
     # alone the kernel takes less on fewer SMs than it does in the step
     assert alone[64] / alone[132] < step[64] / step[132] - 0.05
     assert alone[32] / alone[132] < step[32] / step[132] - 0.08
+
+
+def test_stores_slow_the_sm_s_reads_whichever_warp_issues_them():
+    d = pd.concat([pd.read_csv(DATA / "rw_split" / f"rw_split_h200{s}.csv")
+                   for s in ("", "_sms64", "_sms32")], ignore_index=True)
+    p = d.pivot_table(index="sms", columns="mode", values="ms")
+    assert set(p.index) == {132, 64, 32}
+    # the same bytes each way: a store from the reader's own warp or from its partner
+    assert ((p.split / p.half - 1).abs() < 0.03).all()
+    # and either way the reads are slower than alone, by less on fewer SMs, but by a fifth
+    # still on 32, where the stream moves a fifth of the DRAM's peak
+    slow = p.split / p.reads
+    assert (slow > 1.15).all()
+    assert slow[132] > slow[64] > slow[32]
