@@ -263,6 +263,29 @@ def fewer_sms_lines(tag: str, with_model: bool) -> list[str]:
     return lines
 
 
+#: the stores' wait values ``fit_store_wait`` tries, ns
+STORE_WAITS = (70.0, 100.0, 130.0, 160.0, 190.0)
+
+
+def fit_store_wait(waits=STORE_WAITS) -> str:
+    """``stores.load_wait_ns``: the least RMS log error of the model's bandwidth over the
+    H200's on its 1:1 streams with one load in flight a warp, on 32 and 64 SMs (green
+    contexts), where an SM's stores, not the DRAM, slow its loads."""
+    import numpy as np
+
+    hw = pd.concat([read_mix("h200_sms32"), read_mix("h200_sms64")], ignore_index=True)
+    keep = hw[(hw.r == 1) & (hw.w == 1) & (hw.ilp == 1)]
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for ns in waits:
+            t = model_on_mix(keep, load_gpu("h200"), Path(tmp),
+                             DEFAULT_PARAMS.with_(**{"stores.load_wait_ns": ns}))
+            out.append((float(np.sqrt((np.log(t.ratio) ** 2).mean())), ns))
+    best = min(out)
+    return ("stores.load_wait_ns: " + ", ".join(f"{ns:.0f} ns RMS log {e:.4f}" for e, ns in out)
+            + f"; best {best[1]:.0f}")
+
+
 def turn_lines(bests: dict) -> list[str]:
     """The turn cost fitted on the H100's mixes, the H200's held out."""
     b100, g100, _ = bests["h100"]
@@ -280,9 +303,9 @@ def turn_lines(bests: dict) -> list[str]:
             f"the H200's mixes with its own read-only share ({e200:.3f}) and the H100's k: "
             f"within {float(err[mixed.index].max()) * 100:.1f}% of each measured mixed share "
             f"(its own fit: k = {k200:.3f}). A turn takes the same time on both, so the H200 "
-            "loses more of its peak to it. The model's DRAM bound does not take it: added "
-            "to that bound it made the held-out baselines better and the SM-count what-ifs "
-            "worse (docs/history.md, *Tried and not kept*)."]
+            "loses more of its peak to it. The model adds "
+            f"`dram.turn_ps_per_byte` ({DEFAULT_PARAMS.dram.turn_ps_per_byte}) a byte "
+            "written to its DRAM bound (`simulate.dram_time`)."]
 
 
 def main() -> None:
@@ -292,7 +315,13 @@ def main() -> None:
                     help="leave out the model on the streams (minutes of one core)")
     ap.add_argument("--fit", action="store_true",
                     help="print the bus turns' cost fitted on the H100's mixes and stop")
+    ap.add_argument("--fit-wait", action="store_true",
+                    help="print the stores' wait on an SM's loads fitted on the H200's 1:1 "
+                         "streams on 32 and 64 SMs and stop (minutes of one core)")
     args = ap.parse_args()
+    if args.fit_wait:
+        print(fit_store_wait())
+        return
     if args.fit:
         gpu = load_gpu("h100")
         best = sustained_shares(whole_gpu_runs("h100"), gpu.dram.bandwidth.bytes_per_s / 1e9)

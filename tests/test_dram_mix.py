@@ -94,3 +94,50 @@ def test_the_turn_cost_fitted_on_the_h100_holds_on_the_h200():
     assert ((flat[mixed] / best.share[mixed] - 1).abs() > 0.05).any()
     # a turn costs about as long in time on both GPUs (within a sixth), not as many bytes
     assert abs(k200 / k100 - 1) < 1 / 6
+    # and the model takes the H100's
+    from simfront.sim.model.params import DEFAULT_PARAMS
+
+    assert k100 == pytest.approx(DEFAULT_PARAMS.dram.turn_ps_per_byte, abs=5e-4)
+
+
+def test_the_model_s_dram_bound_counts_the_turns(tmp_path):
+    from simfront.sim.model.params import DEFAULT_PARAMS
+    from simfront.sim.model.simulate import bandwidths, dram_time, dram_turn_clk
+
+    gpu = load_gpu("h200")
+    bw = bandwidths(gpu, DEFAULT_PARAMS)["dram"]
+    turn = dram_turn_clk(gpu, DEFAULT_PARAMS)
+    mb = 1 << 20
+    # reads alone and writes alone at the sustainable share; mixed, a turn a byte written,
+    # at most twice the bytes read
+    assert dram_time(8 * mb, 0, bw, turn) == pytest.approx(8 * mb / bw)
+    assert dram_time(0, 8 * mb, bw, turn) == pytest.approx(8 * mb / bw)
+    assert dram_time(4 * mb, 4 * mb, bw, turn) == pytest.approx(8 * mb / bw + 4 * mb * turn)
+    assert dram_time(1 * mb, 7 * mb, bw, turn) == pytest.approx(8 * mb / bw + 2 * mb * turn)
+    # the 1:1 stream's record (more written than the L2 keeps dirty): its DRAM bound is
+    # its bytes' time with their turns
+    path = bench.mix_trace(tmp_path / "mix.traceg.xz", 1, 1, 2, 264, stream_bytes=64 << 20)
+    rec = simulate_kernel(KernelTrace(path), gpu, cache=False)
+    r, w = rec["dram_read_bytes"], rec["dram_write_bytes"]
+    assert r > 0 and w > 0
+    assert rec["sim_dram_bound_cycles"] == pytest.approx(dram_time(r, w, bw, turn))
+    assert rec["sim_dram_bound_cycles"] > 1.05 * (r + w) / bw
+
+
+def test_an_sm_s_stores_slow_its_loads_on_fewer_sms(tmp_path):
+    from simfront.sim.model.params import DEFAULT_PARAMS
+
+    hw = bench.read_mix("h200_sms32")
+    hw = hw[(hw.ilp == 1) & (hw.blocks_per_sm == 2) & (hw.r == 1) & (hw.w <= 1)]
+    with_wait = bench.model_on_mix(hw, load_gpu("h200"), tmp_path)
+    without = bench.model_on_mix(hw, load_gpu("h200"), tmp_path,
+                                 DEFAULT_PARAMS.with_(**{"stores.load_wait_ns": 0.0}))
+    mixed = (with_wait.w == 1).to_numpy()
+    # reads alone do not wait; beside their stores, the reads of 16 warps an SM on 32 SMs
+    # take the wait, and the model's 1:1 stream comes nearer the H200's
+    assert with_wait.model_gbps[~mixed].tolist() == without.model_gbps[~mixed].tolist()
+    assert float(with_wait.model_gbps[mixed].iloc[0]) < 0.96 * float(
+        without.model_gbps[mixed].iloc[0])
+    err_with = abs(float(with_wait.ratio[mixed].iloc[0]) - 1)
+    err_without = abs(float(without.ratio[mixed].iloc[0]) - 1)
+    assert err_without > 0.15 and err_with < err_without - 0.05

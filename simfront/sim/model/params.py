@@ -149,8 +149,15 @@ class DramParams:
     #: Kernels whose load at the unloaded latency is below this run the issue loop once:
     #: their wait is under 16 ns, and each further run costs what the first does. Chosen.
     queue_min_load: float = 0.2
-    #: Share of the DRAM peak a kernel can sustain (row switches, refresh, read/write turns).
+    #: Share of the DRAM peak a kernel can sustain (row switches, refresh).
     efficiency: float = 0.9
+    #: What a byte written costs the DRAM beyond its transfer while the kernel also reads,
+    #: in picoseconds: the bus's turns from reads to writes and back (``simulate.dram_time``).
+    #: A turn takes as long in time on the H100's HBM3 as on the H200's HBM3e, so a faster
+    #: DRAM loses more of its peak to it. Fitted on the H100's streams of
+    #: bench/device/dram_mix.cu, write shares 0-0.67 (bench/bench_dram_mix.py --fit: 0.059);
+    #: the H200's held out (its own fit: 0.067).
+    turn_ps_per_byte: float = 0.059
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,14 @@ class StoreParams:
     #: H100: one line written per step makes the next load wait 185 ns longer, two lines
     #: 302 (bench/bench_mem.py); least squares per store, 157.
     load_ns: float = 157.0
+    #: What an SM's stores cost its DRAM loads, whichever warp issued them, in ns: a load
+    #: waits this times u / (1 - u) longer, u the SM's store path busy share (its store
+    #: slots over ``sectors_per_clk`` times its clocks, at most 0.8), found with the time it
+    #: makes (``simulate.time_prepared``). bench/device/rw_split.cu: the same reads 1.22x
+    #: slower on 32 SMs of the H200 beside stores from their own warp or another. Least
+    #: RMS log error on the H200's dram_mix 1:1 streams with one load a warp, 1-8 blocks an
+    #: SM on 32 and 64 SMs (bench/bench_dram_mix.py --fit-wait: 0.156 without, 0.098 at 70).
+    load_wait_ns: float = 70.0
 
 
 @dataclass(frozen=True)

@@ -103,20 +103,50 @@ def dram_load_latency(base: float, load: float, gpu, params: ModelParams) -> flo
     return base + params.dram.queue_latency * gpu.clocks.core.hz / 1e9 * r / (1.0 - r)
 
 
+def dram_time(read_bytes: float, write_bytes: float, dram_per_clk: float,
+              turn_clk_per_byte: float) -> float:
+    """Clocks the whole GPU's DRAM takes to read and write these bytes: their transfer at
+    the sustainable bandwidth, plus ``turn_clk_per_byte`` for each byte written while there
+    are reads to turn the bus back to (at most twice the bytes read: a stream that only
+    writes does not turn). The H100's streams of dram_mix.cu lose 0.93 -> 0.84 of the peak
+    from reads alone to two writes a read, and the H200's as much time a byte written."""
+    turned = min(write_bytes, 2.0 * read_bytes)
+    return (read_bytes + write_bytes) / dram_per_clk + turn_clk_per_byte * turned
+
+
+def dram_turn_clk(gpu, params: ModelParams) -> float:
+    """``dram.turn_ps_per_byte`` in core clocks a byte."""
+    return params.dram.turn_ps_per_byte * 1e-12 * gpu.clocks.core.hz
+
+
+def kernel_dram_rate(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
+                     turn_clk_per_byte: float) -> float:
+    """The bytes a clock the whole GPU's DRAM moves for a kernel with these totals (its
+    reads and writes, ``totals[4]`` and ``totals[5]`` in sectors): the sustainable
+    bandwidth less the kernel's turns (``dram_time``)."""
+    moved = float(totals[4] + totals[5]) * sector_bytes
+    if moved <= 0:
+        return dram_per_clk
+    return moved / dram_time(float(totals[4]) * sector_bytes, float(totals[5]) * sector_bytes,
+                             dram_per_clk, turn_clk_per_byte)
+
+
 def memory_bounds(totals: np.ndarray, sector_bytes: float, dram_per_clk: float,
-                  l2_per_clk: float, port_slots_per_clk: float,
+                  turn_clk_per_byte: float, l2_per_clk: float, port_slots_per_clk: float,
                   read_sectors_per_clk: float,
                   read_requests_per_clk: float) -> tuple[float, float]:
     """The whole GPU's DRAM and L2 bandwidth bounds, in clocks, of a trace pass's totals
-    (``cache.simulate_memory``): DRAM sectors read and written; L2 sectors, or where one is
-    longer the stores' slots through the L2's input port (``totals[7]``,
-    ``cache.store_slots``), the reads' sectors (``totals[9]``) or their requests, a line
-    each (``totals[8]``), through the L2's read side."""
+    (``cache.simulate_memory``): DRAM sectors read and written (``dram_time``); L2
+    sectors, or where one is longer the stores' slots through the L2's input port
+    (``totals[7]``, ``cache.store_slots``), the reads' sectors (``totals[9]``) or their
+    requests, a line each (``totals[8]``), through the L2's read side."""
     t_l2 = float(totals[2]) * sector_bytes / l2_per_clk
     for n, rate in ((totals[7], port_slots_per_clk), (totals[9], read_sectors_per_clk),
                     (totals[8], read_requests_per_clk)):
         t_l2 = max(t_l2, float(n) / rate)
-    return float(totals[4] + totals[5]) * sector_bytes / dram_per_clk, t_l2
+    t_dram = dram_time(float(totals[4]) * sector_bytes, float(totals[5]) * sector_bytes,
+                       dram_per_clk, turn_clk_per_byte)
+    return t_dram, t_l2
 
 
 def l2_side_rates(gpu, params: ModelParams) -> tuple[float, float, float]:
@@ -798,7 +828,10 @@ def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
     bw = bandwidths(gpu, params)
     active = prep.active_sms
     l2_share = min(bw["l2"] / active, bw["l1_sm"])
-    dram_share = min(bw["dram"] / active, bw["l1_sm"])
+    # SM 0's share of what the DRAM moves for this kernel, its turns taken out
+    dram = kernel_dram_rate(prep.totals, float(gpu.l2.sector.bytes), bw["dram"],
+                            dram_turn_clk(gpu, params))
+    dram_share = min(dram / active, bw["l1_sm"])
     return SmConfig(
         n_blocks=prep.timed_blocks, warps_per_block=occ.warps_per_block,
         blocks_per_sm=occ.blocks_per_sm,
@@ -921,6 +954,56 @@ def _timed_rows(prep: "Prepared") -> int:
     return int(np.tile(np.diff(prep.warp_off), reps)[: prep.timed_blocks * W].sum())
 
 
+def sm_store_slots(rows: SmRows, kind: np.ndarray) -> float:
+    """The store slots (``cache.store_slots``) SM 0's rows send through its store path:
+    global stores and reductions, every block of the SM counted."""
+    slots = np.where((kind == K_STORE_GLOBAL) | (kind == K_REDUCTION), rows.slots, 0)
+    cum = np.concatenate([[0], np.cumsum(slots, dtype=np.int64)])
+    return float((cum[rows.warp_end] - cum[rows.warp_start]).sum())
+
+
+#: the store path's busy share the wait is judged at, at most
+STORE_SHARE_CAP = 0.8
+
+
+def _store_wait(issue: "_Issuer", lat_dram: float, t_sm: int, gpu, params: ModelParams):
+    """An SM's stores slow its DRAM loads, whichever warp issued them
+    (bench/device/rw_split.cu): a load waits ``stores.load_wait_ns`` x u / (1 - u) longer,
+    u the SM's store path busy share, its store slots over ``stores.sectors_per_clk`` x its
+    clocks. The share depends on the time the wait makes; three false-position steps find
+    the share that is its own answer. Returns (the DRAM latency, the issue run at it), or
+    None where the SM stores too little to wait (under 2% of its path)."""
+    rows = issue._rows()
+    total = sm_store_slots(rows, issue.ops.kind[rows.op])
+    per_clk = params.stores.sectors_per_clk
+    wait_clk = params.stores.load_wait_ns * gpu.clocks.core.hz / 1e9
+
+    def latency(u):
+        u = min(u, STORE_SHARE_CAP)
+        return lat_dram + wait_clk * u / (1.0 - u)
+
+    def gap(u, run):
+        return total / (per_clk * float(max(run[0], 1))) - u
+
+    u_hi = min(total / (per_clk * float(t_sm)), STORE_SHARE_CAP)
+    if u_hi <= 0.02 or wait_clk <= 0:
+        return None
+    lo, h_lo = 0.0, u_hi
+    run = issue(latency(u_hi))
+    hi, h_hi = u_hi, gap(u_hi, run)
+    for _ in range(3):
+        if h_hi >= 0 or h_lo - h_hi <= 0:
+            break
+        mid = lo + (hi - lo) * h_lo / (h_lo - h_hi)
+        run = issue(latency(mid))
+        h_mid = gap(mid, run)
+        if h_mid >= 0:
+            lo, h_lo = mid, h_mid
+        else:
+            hi, h_hi = mid, h_mid
+    return latency(hi), run
+
+
 def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -> KernelRun:
     """The issue model on a prepared kernel. ``gpu`` may differ from the one the kernel was
     prepared with in anything but the cache geometry and the SM count (pipes, issue width,
@@ -935,8 +1018,13 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     bw = bandwidths(gpu, params)
     issue = _Issuer(prep, op_timing(prep, gpu, params), _sm_config(prep, gpu, params, occ))
     t_sm, stall, pipe_busy, issued_pipe, warp_cycles = issue(lat["dram"])
+    if n_timed_blocks and t_sm > 0:
+        res = _store_wait(issue, lat["dram"], t_sm, gpu, params)
+        if res is not None:
+            lat["dram"], (t_sm, stall, pipe_busy, issued_pipe, warp_cycles) = res
     sector = gpu.l2.sector.bytes
-    t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], bw["l2"],
+    t_dram, t_l2 = memory_bounds(prep.totals, sector, bw["dram"], dram_turn_clk(gpu, params),
+                                 bw["l2"],
                                  *l2_side_rates(gpu, params))
     # writes weigh more than reads in the wait they make reads take (bench/bench_mem.py)
     t_queue = float(prep.totals[4] + params.dram.queue_write_weight * prep.totals[5]) \
