@@ -15,6 +15,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from results_md import update_section  # bench/results_md.py, beside this script
@@ -69,8 +70,6 @@ def turn_fit(best: pd.DataFrame, peak_bytes_per_s: float) -> tuple[float, float]
     ``1 / (peak x share) + k x turned``, where a byte's turned share is its write share, at
     most twice its read share (``simulate.dram_time``). Returns (the share a stream that
     only reads sustains, k in picoseconds a byte written)."""
-    import numpy as np
-
     reads = best[best.r > 0]
     w = reads.write_share.to_numpy(float)
     turned = np.minimum(w, 2.0 * (1.0 - w))
@@ -82,8 +81,6 @@ def turn_fit(best: pd.DataFrame, peak_bytes_per_s: float) -> tuple[float, float]
 def turned_shares(best: pd.DataFrame, peak_bytes_per_s: float, reads_share: float,
                   turn_ps: float) -> pd.Series:
     """The shares of the peak ``turn_fit``'s line gives each mix of ``best``."""
-    import numpy as np
-
     w = best.write_share.to_numpy(float)
     turned = np.where(best.r > 0, np.minimum(w, 2.0 * (1.0 - w)), 0.0)
     per_byte = 1.0 / (peak_bytes_per_s * reads_share) + turned * turn_ps * 1e-12
