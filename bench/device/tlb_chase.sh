@@ -1,0 +1,16 @@
+#!/bin/bash
+# One device call: bench/device/tlb_chase.cu run (three repeats of each state) and its chase
+# kernels under ncu (--clock-control none, caches flushed before each launch as ncu does).
+#   bash bench/device/tlb_chase.sh TAG [STEPS]   (TAG names the files: h200)
+# Writes $OUT/tlb_chase_TAG.csv and $OUT/tlb_chase_TAG_ncu.csv.
+set -u
+TAG=${1:-h200}; STEPS=${2:-256}; T=${TMPDIR:-/tmp}; mkdir -p $OUT
+NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc); NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu)
+$NVCC -O3 -arch=sm_90 -o $T/tlb_chase bench/device/tlb_chase.cu || exit 1
+$T/tlb_chase $STEPS > $OUT/tlb_chase_$TAG.csv || exit 1
+cat $OUT/tlb_chase_$TAG.csv
+$NCU --clock-control none --csv --page raw --kernel-name regex:chase \
+  --metrics gpu__time_duration.sum,gpc__cycles_elapsed.max,sm__cycles_active.max,lts__t_sector_hit_rate.pct \
+  $T/tlb_chase $STEPS > $OUT/tlb_chase_${TAG}_ncu.csv 2> $T/ncu.err
+echo "ncu rc=$?"; tail -3 $T/ncu.err
+sed -i "s#$T/##g" $OUT/tlb_chase_${TAG}_ncu.csv
