@@ -261,7 +261,7 @@ def fewer_sms_lines(tag: str, with_model: bool) -> list[str]:
 
 
 #: the stores' wait values ``fit_store_wait`` tries, ns
-STORE_WAITS = (70.0, 100.0, 130.0, 160.0, 190.0)
+STORE_WAITS = (0.0, 70.0, 100.0, 130.0, 160.0, 190.0)
 
 
 def fit_store_wait(waits=STORE_WAITS) -> str:

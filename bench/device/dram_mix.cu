@@ -102,10 +102,8 @@ void ilps(const float4* src, float4* dst, size_t n4, cudaStream_t st, int sms, i
 }
 
 int main(int argc, char** argv) {
-  const int reps = argc > 1 ? atoi(argv[1]) : 5;
-  const int want = argc > 2 ? atoi(argv[2]) : 0;
-  int sms = 0;
-  cudaStream_t st = sm_stream(want, &sms);
+  int reps = 0, sms = 0;
+  cudaStream_t st = args_stream(argc, argv, &reps, &sms);
   const size_t n4 = (1ull << 30) / 16;  // 1 GiB a stream
   float4 *src, *dst;
   CK(cudaMalloc(&src, 3 * n4 * 16)); CK(cudaMalloc(&dst, 3 * n4 * 16));

@@ -1,6 +1,6 @@
-// Helpers of the device microbenchmarks that run in a green context (a per-process SM
-// subset: the L2 and DRAM stay whole), shared by mem_rows.cu, l2_ports.cu and the shapes
-// benchmarks. The includer defines CK (its CUDA runtime error check) first.
+// Helpers of the device microbenchmarks, most of them for a green context (a per-process SM
+// subset: the L2 and DRAM stay whole), shared by mem_rows.cu, l2_ports.cu, the shapes
+// benchmarks and the chases. The includer defines CK (its CUDA runtime error check) first.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -31,6 +31,27 @@ static cudaStream_t green_stream(int n, int* got) {
 static cudaStream_t sm_stream(int want, int* sms) {
   CK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, 0));
   return want > 0 ? green_stream(want, sms) : (cudaStream_t)0;
+}
+
+// A microbenchmark's two arguments: REPS timed launches a case (argv[1], default 5) on the
+// SMs of a green context (argv[2]; 0 or none: the whole GPU); *sms: the SMs it holds.
+static cudaStream_t args_stream(int argc, char** argv, int* reps, int* sms) {
+  *reps = argc > 1 ? atoi(argv[1]) : 5;
+  return sm_stream(argc > 2 ? atoi(argv[2]) : 0, sms);
+}
+
+// The GPU's nanosecond clock, for a time taken inside a kernel (one thread's chase).
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Writes every word of q: run over a buffer larger than the L2, it evicts what the L2 held.
+__global__ void scribble(unsigned long long* q, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    q[i] = i;
 }
 
 // Wall time of one launch: events cannot be recorded across a green context's stream and

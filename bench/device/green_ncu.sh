@@ -6,9 +6,9 @@
 # NCU_ARGS: the kernel filter and what to collect. Writes $OUT/PROG_TAG[_smsN].csv (the
 # program's rows) and $OUT/PROG_TAG[_smsN]_ncu.csv (ncu's raw page, one launch a record).
 set -u
-PROG=$1; NCU_ARGS=$2; TAG=${3:-h100}; shift 3; T=${TMPDIR:-/tmp}; mkdir -p $OUT
-NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc); NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu)
-$NVCC -O3 -arch=sm_90 -o $T/$PROG bench/device/$PROG.cu -lcuda || exit 1
+PROG=$1; NCU_ARGS=$2; TAG=${3:-h100}; shift 3; mkdir -p $OUT
+. "$(dirname "$0")/tools.sh"
+build $PROG || exit 1
 for sms in 0 "$@"; do
   f=${PROG}_$TAG; [ "$sms" != 0 ] && f=${f}_sms$sms
   $T/$PROG 5 $sms > $OUT/$f.csv || exit 1

@@ -104,10 +104,8 @@ void run(float4* src, float4* dst, size_t n4, cudaStream_t st, int sms, int reps
 }
 
 int main(int argc, char** argv) {
-  const int reps = argc > 1 ? atoi(argv[1]) : 5;
-  const int want = argc > 2 ? atoi(argv[2]) : 0;
-  int sms = 0;
-  cudaStream_t st = sm_stream(want, &sms);
+  int reps = 0, sms = 0;
+  cudaStream_t st = args_stream(argc, argv, &reps, &sms);
   const size_t n4 = (256ull << 20) / 16;
   float4 *src, *dst;
   CK(cudaMalloc(&src, n4 * 16)); CK(cudaMalloc(&dst, n4 * 16));

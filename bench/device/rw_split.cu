@@ -79,10 +79,8 @@ void run(const float4* src, float4* dst, size_t n4, float* sink, cudaStream_t st
 }
 
 int main(int argc, char** argv) {
-  const int reps = argc > 1 ? atoi(argv[1]) : 5;
-  const int want = argc > 2 ? atoi(argv[2]) : 0;
-  int sms = 0;
-  cudaStream_t st = sm_stream(want, &sms);
+  int reps = 0, sms = 0;
+  cudaStream_t st = args_stream(argc, argv, &reps, &sms);
   const size_t n4 = (256ull << 20) / 16;
   float4 *src, *dst;
   float* sink;

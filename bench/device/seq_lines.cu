@@ -13,14 +13,11 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "green.h"
 
 typedef unsigned long long u64;
-
-__device__ __forceinline__ u64 now() {
-  u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
-}
 
 __device__ __forceinline__ unsigned hash32(unsigned x) {
   x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16; return x;
@@ -32,7 +29,7 @@ __global__ void lines_walk(const float4* __restrict__ p, int iters, size_t n_blo
   const int lane = threadIdx.x;  // 8 lanes: 128 B a load
   size_t base = 0;               // in float4s
   float acc = 0.f;
-  u64 t0 = now();
+  u64 t0 = globaltimer_ns();
   for (int i = 0; i < iters; ++i) {
     float4 v[LINES];
 #pragma unroll
@@ -46,14 +43,8 @@ __global__ void lines_walk(const float4* __restrict__ p, int iters, size_t n_blo
     size_t next = SEQ ? base + LINES * 8 : (size_t)(hash32(i + 1) % n_blocks) * 4096;
     base = next + (size_t)(int)s;
   }
-  u64 t1 = now();
+  u64 t1 = globaltimer_ns();
   if (lane == 0) { out[0] = acc; ns[0] = t1 - t0; }
-}
-
-__global__ void scribble(u64* q, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x)
-    q[i] = i;
 }
 
 __global__ void fill_zero(float4* p, size_t n) {  // the producer: writes what the walk reads
@@ -72,7 +63,7 @@ void run(float4* p, size_t n_blocks, u64* f, size_t flush, float* out, u64* ns,
     if (FRESH) fill_zero<<<64, 256>>>(p, (size_t)iters * LINES * 8);
     lines_walk<LINES, SEQ, STRONG><<<1, 8>>>(p, iters, n_blocks, out, ns);
     u64 h;
-    CHECK(cudaMemcpy(&h, ns, 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&h, ns, 8, cudaMemcpyDeviceToHost));
     printf("%s,%s,%d,%d,%d,%.1f\n", FRESH ? "seq_fresh" : SEQ ? "seq" : "rand",
            STRONG ? "ldcg" : "plain", LINES,
            iters, rep, (double)h / iters);
@@ -83,8 +74,8 @@ int main(int argc, char** argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 256;
   const size_t bytes = 1ull << 30, flush = 256ull << 20;
   float4* p; u64 *f, *ns; float* out;
-  CHECK(cudaMalloc(&p, bytes)); CHECK(cudaMemset(p, 0, bytes));
-  CHECK(cudaMalloc(&f, flush)); CHECK(cudaMalloc(&out, 64)); CHECK(cudaMalloc(&ns, 64));
+  CK(cudaMalloc(&p, bytes)); CK(cudaMemset(p, 0, bytes));
+  CK(cudaMalloc(&f, flush)); CK(cudaMalloc(&out, 64)); CK(cudaMalloc(&ns, 64));
   const size_t n_blocks = bytes / 65536;
   printf("order,load,lines,iters,rep,ns_per_iter\n");
   run<1, true, true>(p, n_blocks, f, flush, out, ns, iters);
@@ -98,6 +89,6 @@ int main(int argc, char** argv) {
   run<8, true, false>(p, n_blocks, f, flush, out, ns, iters);
   run<4, false, false>(p, n_blocks, f, flush, out, ns, iters);
   run<4, true, false, true>(p, n_blocks, f, flush, out, ns, iters);
-  CHECK(cudaDeviceSynchronize());
+  CK(cudaDeviceSynchronize());
   return 0;
 }

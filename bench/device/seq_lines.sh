@@ -5,9 +5,9 @@
 # Writes $OUT/seq_lines_TAG.csv, $OUT/seq_lines_TAG_ncu.csv and (ncu without its cache flush)
 # $OUT/seq_lines_TAG_ncu_nocache.csv.
 set -u
-TAG=${1:-h200}; ITERS=${2:-256}; T=${TMPDIR:-/tmp}; mkdir -p $OUT
-NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc); NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu)
-$NVCC -O3 -arch=sm_90 -o $T/seq_lines bench/device/seq_lines.cu || exit 1
+TAG=${1:-h200}; ITERS=${2:-256}; mkdir -p $OUT
+. "$(dirname "$0")/tools.sh"
+build seq_lines || exit 1
 $T/seq_lines $ITERS > $OUT/seq_lines_$TAG.csv || exit 1
 cat $OUT/seq_lines_$TAG.csv
 $NCU --clock-control none --csv --page raw --kernel-name regex:lines_walk --cache-control all \

@@ -11,32 +11,24 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "green.h"
 
 typedef unsigned long long u64;
-
-__device__ __forceinline__ u64 now() {
-  u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
-}
 
 template <int CASE>
 __global__ void chase(const u64* __restrict__ p, u64 start, int steps, u64* out) {
   u64 i = start;
-  u64 t0 = now();
+  u64 t0 = globaltimer_ns();
   for (int s = 0; s < steps; ++s) i = __ldcg(p + i);
-  u64 t1 = now();
+  u64 t1 = globaltimer_ns();
   out[0] = i; out[1] = t1 - t0;
 }
 
 __global__ void link(u64* p, u64 base, u64 stride, int steps) {
   int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s < steps) p[(base + s * stride) / 8] = (base + ((s + 1) % steps) * stride) / 8;
-}
-
-__global__ void scribble(u64* q, size_t n) {  // writes every word: flushes the L2
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    q[i] = i;
 }
 
 __global__ void touch_pages(const u64* q, size_t pages, u64* sink) {  // one line a 2 MiB page
@@ -50,8 +42,8 @@ int main(int argc, char** argv) {
   const size_t thrash = 16ull << 30;         // 8192 other 2 MiB pages
   const size_t flush = 256ull << 20;
   u64 *p, *t, *f, *out;
-  CHECK(cudaMalloc(&p, region)); CHECK(cudaMalloc(&t, thrash)); CHECK(cudaMalloc(&f, flush));
-  CHECK(cudaMalloc(&out, 64));
+  CK(cudaMalloc(&p, region)); CK(cudaMalloc(&t, thrash)); CK(cudaMalloc(&f, flush));
+  CK(cudaMalloc(&out, 64));
   const char* names[4] = {"seq128", "seq4k", "page2m", "page32m"};
   const u64 strides[4] = {128, 4096, (2ull << 20) + 128, (32ull << 20) + 128};
   void (*kern[4])(const u64*, u64, int, u64*) = {chase<0>, chase<1>, chase<2>, chase<3>};
@@ -61,7 +53,7 @@ int main(int argc, char** argv) {
     u64 base = bases[c];
     if (base + strides[c] * steps > region) continue;
     link<<<(steps + 255) / 256, 256>>>(p, base, strides[c], steps);
-    CHECK(cudaDeviceSynchronize());
+    CK(cudaDeviceSynchronize());
     for (int rep = 0; rep < 3; ++rep) {
       scribble<<<1024, 256>>>(f, flush / 8);
       touch_pages<<<(8192 + 255) / 256, 256>>>(t, 8192, out + 4);
@@ -70,7 +62,7 @@ int main(int argc, char** argv) {
         if (k == 1) scribble<<<1024, 256>>>(f, flush / 8);
         kern[c]<<<1, 1>>>(p, base / 8, steps, out);
         u64 h[2];
-        CHECK(cudaMemcpy(h, out, 16, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(h, out, 16, cudaMemcpyDeviceToHost));
         printf("%s,%llu,%d,%s,%.1f\n", names[c], strides[c], steps, state[k], (double)h[1] / steps);
       }
     }

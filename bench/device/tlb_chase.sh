@@ -4,9 +4,9 @@
 #   bash bench/device/tlb_chase.sh TAG [STEPS]   (TAG names the files: h200)
 # Writes $OUT/tlb_chase_TAG.csv and $OUT/tlb_chase_TAG_ncu.csv.
 set -u
-TAG=${1:-h200}; STEPS=${2:-256}; T=${TMPDIR:-/tmp}; mkdir -p $OUT
-NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc); NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu)
-$NVCC -O3 -arch=sm_90 -o $T/tlb_chase bench/device/tlb_chase.cu || exit 1
+TAG=${1:-h200}; STEPS=${2:-256}; mkdir -p $OUT
+. "$(dirname "$0")/tools.sh"
+build tlb_chase || exit 1
 $T/tlb_chase $STEPS > $OUT/tlb_chase_$TAG.csv || exit 1
 cat $OUT/tlb_chase_$TAG.csv
 $NCU --clock-control none --csv --page raw --kernel-name regex:chase \
