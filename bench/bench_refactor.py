@@ -24,6 +24,7 @@ Run:
   python bench/bench_refactor.py compare A.jsonl B.jsonl
   python bench/bench_refactor.py time
   python bench/bench_refactor.py compile   # numba's first compilation, an empty numba cache
+  python bench/bench_refactor.py runs SET [GPU]   # issue-model runs of one configuration
   python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare; updates
                                                        # its section of bench/RESULTS.md
 """
@@ -241,6 +242,38 @@ def compile_fresh() -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def count_runs(name: str, variant: str) -> dict:
+    """Issue-model runs (``issue.run_sm`` calls) one configuration of a set makes in this
+    process, with the CPU seconds in them and in the whole configuration."""
+    from simfront.gpu import load_gpu
+    from simfront.sim.model import simulate
+    from simfront.sim.model.api import simulate_kernel
+    from simfront.traces.reader import TraceSet
+
+    made = {"runs": 0, "run_cpu_s": 0.0}
+    inner = simulate.run_sm
+
+    def counted(*args):
+        c0 = _cpu()
+        try:
+            return inner(*args)
+        finally:
+            made["runs"] += 1
+            made["run_cpu_s"] += _cpu() - c0
+
+    simulate.run_sm = counted
+    gpu = load_gpu(variant)
+    c0 = _cpu()
+    try:
+        kernels = list(TraceSet(TRACES / name).kernels())
+        for k in kernels:
+            simulate_kernel(k, gpu)
+    finally:
+        simulate.run_sm = inner
+    return {"set": name, "gpu": variant, "kernels": len(kernels), **made,
+            "cpu_s": _cpu() - c0}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd")
@@ -254,6 +287,9 @@ def main(argv: list[str]) -> int:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     sub.add_parser("time")
+    r = sub.add_parser("runs")
+    r.add_argument("set")
+    r.add_argument("variant", nargs="?", default="h100")
     sub.add_parser("compile")
     sub.add_parser("_compile")
     one = sub.add_parser("_one")
@@ -285,6 +321,9 @@ def main(argv: list[str]) -> int:
         return 0 if same == total else 1
     if args.cmd == "time":
         print(json.dumps(time_fresh(), indent=1))
+        return 0
+    if args.cmd == "runs":
+        print(json.dumps(count_runs(args.set, args.variant)))
         return 0
     if args.cmd == "_compile":
         print(json.dumps(compile_one()))

@@ -820,6 +820,28 @@ def _first_blocks(cols: dict, warp_off: np.ndarray, n_have: int, W: int, n_want:
             np.ascontiguousarray(warp_off[: n * W + 1]), n)
 
 
+#: The DRAM latency an issue-model run is asked at, in steps of this many clocks
+LATENCY_STEP = 0.25
+#: Significant digits of an SM's L2 and DRAM shares
+SHARE_DIGITS = 3
+
+
+def on_grid(lat_dram: float) -> float:
+    """A DRAM latency on the grid of ``LATENCY_STEP``: the launches of a layer repeated
+    layer after layer have equal rows (``reuse``) but traffic totals that differ in their
+    last digits, and their latency searches land a fraction of a clock apart; on the grid
+    they ask the same question and reuse one run. A quarter clock moves a kernel's time by
+    less than the issue model's own jitter from one clock to the next."""
+    return round(lat_dram / LATENCY_STEP) * LATENCY_STEP
+
+
+def _significant(x: float, digits: int = SHARE_DIGITS) -> float:
+    """``x`` to ``digits`` significant digits (why: :func:`on_grid`)."""
+    if x <= 0 or not math.isfinite(x):
+        return x
+    return round(x, digits - 1 - math.floor(math.log10(x)))
+
+
 def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
     """The issue model's ``SmConfig`` of a prepared kernel on ``gpu`` at its unloaded DRAM
     latency."""
@@ -839,16 +861,16 @@ def _sm_config(prep: "Prepared", gpu, params: ModelParams, occ) -> SmConfig:
         icache_line_shift=int(params.issue.icache_line_shift),
         icache_miss=int(round(lat["fetch"])),
         icache_prefetch=int(params.issue.icache_prefetch_lines),
-        lat_l1=lat["l1"], lat_shared=lat["shared"], lat_l2=lat["l2"], lat_dram=lat["dram"],
-        lat_const=int(round(lat["const"])), lat_barrier=int(params.issue.barrier_latency),
+        lat_l1=lat["l1"], lat_shared=lat["shared"], lat_l2=lat["l2"],
+        lat_dram=on_grid(lat["dram"]), lat_const=int(round(lat["const"])), lat_barrier=int(params.issue.barrier_latency),
         lat_store_load=int(round(params.stores.load_ns * gpu.clocks.core.hz / 1e9)),
         lat_pred_guard=int(params.issue.predicate_guard_latency),
         block_start=int(params.launch.block_start_cycles),
         l1_sectors_per_clk=float(sm.l1.l1_banks),
         store_sectors_per_clk=float(params.stores.sectors_per_clk),
         store_instr_clk=float(params.stores.instr_clk),
-        load_instr_clk=float(params.l1.load_instr_clk), l2_bytes_per_clk=l2_share,
-        dram_bytes_per_clk=dram_share, sector_bytes=float(gpu.l2.sector.bytes),
+        load_instr_clk=float(params.l1.load_instr_clk),
+        l2_bytes_per_clk=_significant(l2_share), dram_bytes_per_clk=_significant(dram_share), sector_bytes=float(gpu.l2.sector.bytes),
         block_period=_block_period(prep.repeat_from, occ.blocks_per_sm,
                                    int(params.issue.steady_waves)),
         period_tolerance=float(params.issue.steady_tolerance))
@@ -884,7 +906,7 @@ class _Issuer:
         return self.rows
 
     def __call__(self, lat_dram: float) -> reuse.IssueRun:
-        at = self.cfg._replace(lat_dram=lat_dram)
+        at = self.cfg._replace(lat_dram=on_grid(lat_dram))
         key = (self.ops_key, at)
         run = self.rows_seen.runs.get(key)
         if run is None:
@@ -927,7 +949,7 @@ def unloaded_run(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS,
     occ = occupancy(prep.launch, gpu)
     issue = _Issuer(prep, op_timing(prep, gpu, params), _sm_config(prep, gpu, params, occ))
     rows = issue._rows()
-    cfg = issue.cfg._replace(lat_dram=memory_latencies(gpu, params)["dram"])
+    cfg = issue.cfg._replace(lat_dram=on_grid(memory_latencies(gpu, params)["dram"]))
     out = new_counters(cfg.sub_partitions, rows.pc.shape[0] if keep_rows else 0,
                        cfg.blocks_per_sm * cfg.warps_per_block if keep_rows else 0)
     st = new_state(rows, issue.ops, cfg)

@@ -1,0 +1,76 @@
+"""Issue-model runs reused across a layer's repeated launches (``reuse``, ``simulate.on_grid``),
+on two layers' launches of one elementwise kernel of the shipped 130M Mamba2 step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simfront.sim.model.simulate as S
+from simfront.core.paths import REPO_ROOT
+from simfront.gpu import load_gpu
+from simfront.sim.model import reuse
+from simfront.traces.reader import KernelTrace
+
+SET = REPO_ROOT / "traces" / "mamba2_lm-130m"
+# the same elementwise kernel in two layers (kernel ids 20 apart, one layer's launches)
+LAYERS = ("kernel-221282.traceg.xz", "kernel-221302.traceg.xz")
+
+
+@pytest.fixture(scope="module")
+def preps():
+    gpu = load_gpu("h100")
+    return gpu, [S.prepare_kernel(KernelTrace(SET / f), gpu) for f in LAYERS]
+
+
+@pytest.fixture
+def count_runs(monkeypatch):
+    runs = [0]
+    inner = S.run_sm
+
+    def counted(*args):
+        runs[0] += 1
+        return inner(*args)
+
+    monkeypatch.setattr(S, "run_sm", counted)
+    monkeypatch.setattr(reuse, "_row_sets", type(reuse._row_sets)())
+    return runs
+
+
+def test_two_layers_share_rows_but_not_their_traffic_totals(preps):
+    _, (a, b) = preps
+    assert reuse.row_set(a) is reuse.row_set(b)
+    assert not np.array_equal(a.totals, b.totals)
+    # they differ in the last digits only, which no physics tells apart
+    np.testing.assert_allclose(a.totals, b.totals, rtol=1e-3)
+
+
+def test_the_second_layer_reuses_every_run_of_the_first(preps, count_runs):
+    gpu, (a, b) = preps
+    first = S.time_prepared(a, gpu)
+    made = count_runs[0]
+    # its stores' wait and its DRAM queue were searched: several runs
+    assert made >= 3
+    second = S.time_prepared(b, gpu)
+    assert count_runs[0] == made
+    assert second.t_sm == first.t_sm
+    np.testing.assert_array_equal(second.stall, first.stall)
+
+
+def test_off_the_grid_the_second_layer_runs_again(preps, count_runs, monkeypatch):
+    gpu, (a, b) = preps
+    monkeypatch.setattr(S, "on_grid", lambda lat: lat)
+    monkeypatch.setattr(S, "_significant", lambda x, digits=S.SHARE_DIGITS: x)
+    S.time_prepared(a, gpu)
+    made = count_runs[0]
+    S.time_prepared(b, gpu)
+    assert count_runs[0] > made
+
+
+def test_latencies_land_on_the_grid():
+    for lat in (770.601, 785.925, 1083.87, 0.0):
+        g = S.on_grid(lat)
+        assert abs(g - lat) <= S.LATENCY_STEP / 2
+        assert g / S.LATENCY_STEP == pytest.approx(round(g / S.LATENCY_STEP))
+    assert S._significant(0.012345) == pytest.approx(0.0123)
+    assert S._significant(81.87) == pytest.approx(81.9)
