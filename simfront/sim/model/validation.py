@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from simfront.core.errors import TraceFormatError
@@ -60,6 +61,26 @@ def pair_launches(trace_dir: str | Path, ncu: pd.DataFrame) -> tuple[list[Pair],
     matched = {i for i, _ in pairs}
     unpaired = [kernels[i].path.name for i in range(len(kernels)) if i not in matched]
     return [Pair(kernels[i], i, ncu.iloc[j]) for i, j in pairs], unpaired
+
+
+#: Paired launches whose warp instructions differ by more than this share did other work
+#: (the same function, grid and block on a smaller or larger input: the held-out steps'
+#: one-block sums executed 1,563 warp instructions under ncu and 2,499 when traced)
+OTHER_WORK = 0.10
+
+
+def same_work(model_instructions, ncu_instructions, tolerance: float = OTHER_WORK):
+    """Whether a paired launch executed the same warp instructions when traced (the model's
+    ``instructions`` of a launch traced whole, every block's rows) as under ncu
+    (``sm__inst_executed.sum``), within ``tolerance``; True where ncu has no count.
+    Element-wise on arrays. A sampled launch's count is the census's and the model's
+    scaling's, not a measurement to judge the pair by."""
+    m = pd.to_numeric(pd.Series(model_instructions), errors="coerce").to_numpy(float)
+    n = pd.to_numeric(pd.Series(ncu_instructions), errors="coerce").to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        off = np.abs(m / n - 1.0)
+    out = ~(off > tolerance)
+    return bool(out[0]) if np.ndim(model_instructions) == 0 else out
 
 
 def readable(kernel) -> bool:
