@@ -80,9 +80,7 @@ def baseline(trace_dir: Path, gpu_name: str) -> pd.DataFrame:
             for p in pairs]
     df = pd.DataFrame(rows)
     df = df[df.model_cycles.notna()]
-    # only a launch traced whole counts its instructions exactly (a sampled one's census
-    # and tile scaling are the model's to get right)
-    df["same"] = ~df.whole | same_work(df.model_instructions, df.ncu_instructions)
+    df["same"] = same_work(df.model_instructions, df.ncu_instructions, df.whole)
     return df
 
 

@@ -23,6 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bench_heldout import gpu_of  # bench/bench_heldout.py, beside this script
+from results_md import publish  # bench/results_md.py, beside this script
+
 from simfront.analysis.ablation import ablation_dir, ablation_gpu
 from simfront.analysis.whatif import condition
 from simfront.core.paths import REPO_ROOT
@@ -64,8 +67,7 @@ def kernel_times(trace_dir: Path, gpu) -> pd.DataFrame:
 
 def set_spread(name: str) -> dict:
     """Per-launch and whole-step spread of one set on its own GPU."""
-    gpu = load_gpu("h200" if name.startswith("h200") else "h100")
-    df = kernel_times(TRACES / name, gpu)
+    df = kernel_times(TRACES / name, load_gpu(gpu_of(TRACES / name)))
     t = df[list(OFFSETS_NS)]
     rel = (t.std(axis=1, ddof=0) / t.mean(axis=1)).to_numpy()
     width = (t.max(axis=1) / t.min(axis=1) - 1).to_numpy()
@@ -95,7 +97,8 @@ def ablation_spread(name: str) -> pd.DataFrame:
 
     rows = []
     for r in hw:
-        ratio = model(r.variant, r.condition).loc[r.kernel] / model("base", r.condition).loc[r.kernel]
+        ratio = (model(r.variant, r.condition).loc[r.kernel]
+                 / model("base", r.condition).loc[r.kernel])
         err = ratio.to_numpy() / r.ratio - 1
         rows.append({"set": name, "kernel": r.kernel, "condition": r.condition,
                      "variant": r.variant, "hw": r.ratio, "model": float(ratio[0.0]),
@@ -119,9 +122,10 @@ def render(sets: list[dict], abl: pd.DataFrame) -> str:
                      f"{s['p90_sd']:.2%} | {s['over_1pct']} | {s['max_width']:+.1%} | "
                      f"`{s['worst']}` | {s['step_width']:+.2%} |")
     if len(abl):
-        straddle = int(np.sum((abl.err_low.abs() <= 0.05) != (abl.err_high.abs() <= 0.05)
-                              | ((abl.err_low < -0.05) & (abl.err_high > 0.05))))
-        inside = int(np.sum((abl.err_low >= -0.05) & (abl.err_high <= 0.05)))
+        inside = (abl.err_low >= -0.05) & (abl.err_high <= 0.05)
+        outside = (abl.err_high < -0.05) | (abl.err_low > 0.05)
+        straddle = int(np.sum(~inside & ~outside))
+        inside = int(np.sum(inside))
         lines += ["", "The ablation's ratios (*SSD vector-work ablation*) over the same "
                   "offsets:", "",
                   "| set | kernel | condition | variant | hw ratio | model ratio | range | "
@@ -152,11 +156,8 @@ def main(argv=None) -> int:
         print(f"{name} ...", flush=True)
         sets.append(set_spread(name))
     abl = [ablation_spread(n) for n in filter(None, args.ablation.split(","))]
-    text = render(sets, pd.concat(abl, ignore_index=True) if abl else pd.DataFrame())
-    print(text)
-    if not args.no_write:
-        from results_md import update_section
-        update_section(SECTION, text, topic=TOPIC)
+    publish(SECTION, render(sets, pd.concat(abl, ignore_index=True) if abl else pd.DataFrame()),
+            not args.no_write, TOPIC)
     return 0
 
 

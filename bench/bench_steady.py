@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from results_md import publish  # bench/results_md.py, beside this script
+
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu, with_variants
 from simfront.sim.model import api, simulate
@@ -116,11 +118,7 @@ def main(argv=None) -> int:
         for sms in map(int, args.sms.split(",")):
             print(f"{name} on {sms} SMs ...", flush=True)
             rows.append(bench_set(name, sms))
-    text = render(rows)
-    print(text)
-    if not args.no_write:
-        from results_md import update_section
-        update_section(SECTION, text, topic=TOPIC)
+    publish(SECTION, render(rows), not args.no_write, TOPIC)
     return 0
 
 

@@ -52,3 +52,11 @@ def update_section(heading: str, body: str, path: Path = RESULTS,
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(new)
     tmp.replace(path)
+
+
+def publish(heading: str, body: str, write: bool = True, topic: str | None = None) -> None:
+    """Print a benchmark's section and, unless ``write`` is false (a script's
+    ``--no-write``), put it in bench/RESULTS.md (:func:`update_section`)."""
+    print(body)
+    if write:
+        update_section(heading, body, topic=topic)

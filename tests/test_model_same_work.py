@@ -55,3 +55,9 @@ def test_same_work_is_a_tolerance_on_the_ratio_and_passes_a_missing_count():
     model = np.array([100.0, 100.0, 100.0, 100.0])
     ncu = np.array([100.0, 100.0 / (1 + OTHER_WORK) + 1, 60.0, np.nan])
     np.testing.assert_array_equal(same_work(model, ncu), [True, True, False, True])
+
+
+def test_a_sampled_launch_is_not_judged_by_its_count():
+    # a sampled launch's count is the census's and the model's scaling: never other work
+    np.testing.assert_array_equal(
+        same_work([100.0, 100.0], [60.0, 60.0], whole=[True, False]), [False, True])

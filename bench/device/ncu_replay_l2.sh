@@ -11,11 +11,9 @@ CORE=$(PYTHONPATH=. python3 -c "from simfront.capture.metrics import METRIC_SETS
 for gb in 0 8; do
   for set in one core; do
     M=$ONE; [ $set = core ] && M=$ONE,$CORE
-    timeout 240 $NCU --profile-from-start off --clock-control none --cache-control all --csv --page raw \
-      --kernel-name regex:'reduce_kernel|elementwise' --metrics $M \
-      python3 bench/device/ncu_replay_l2.py $gb > $OUT/ncu_replay_l2_${TAG}_${set}_${gb}gb.csv 2> $T/ncu.err
-    echo "$set ${gb}GB rc=$? $(grep -c reduce_kernel $OUT/ncu_replay_l2_${TAG}_${set}_${gb}gb.csv) sums"
-    grep -i "pass\|error" $T/ncu.err | head -3
+    ncu_csv $OUT/ncu_replay_l2_${TAG}_${set}_${gb}gb.csv --profile-from-start off \
+      --cache-control all --kernel-name regex:'reduce_kernel|elementwise' --metrics $M \
+      python3 bench/device/ncu_replay_l2.py $gb
   done
 done
 $NCU --version | tail -1

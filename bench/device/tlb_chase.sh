@@ -6,11 +6,7 @@
 set -u
 TAG=${1:-h200}; STEPS=${2:-256}; mkdir -p $OUT
 . "$(dirname "$0")/tools.sh"
-build tlb_chase || exit 1
-$T/tlb_chase $STEPS > $OUT/tlb_chase_$TAG.csv || exit 1
-cat $OUT/tlb_chase_$TAG.csv
-$NCU --clock-control none --csv --page raw --kernel-name regex:chase \
+build_run tlb_chase $TAG $STEPS
+ncu_csv $OUT/tlb_chase_${TAG}_ncu.csv --kernel-name regex:chase \
   --metrics gpu__time_duration.sum,gpc__cycles_elapsed.max,sm__cycles_active.max,lts__t_sector_hit_rate.pct \
-  $T/tlb_chase $STEPS > $OUT/tlb_chase_${TAG}_ncu.csv 2> $T/ncu.err
-echo "ncu rc=$?"; tail -3 $T/ncu.err
-sed -i "s#$T/##g" $OUT/tlb_chase_${TAG}_ncu.csv
+  $T/tlb_chase $STEPS

@@ -69,18 +69,19 @@ def pair_launches(trace_dir: str | Path, ncu: pd.DataFrame) -> tuple[list[Pair],
 OTHER_WORK = 0.10
 
 
-def same_work(model_instructions, ncu_instructions, tolerance: float = OTHER_WORK):
+def same_work(model_instructions, ncu_instructions, whole=True,
+              tolerance: float = OTHER_WORK):
     """Whether a paired launch executed the same warp instructions when traced (the model's
-    ``instructions`` of a launch traced whole, every block's rows) as under ncu
-    (``sm__inst_executed.sum``), within ``tolerance``; True where ncu has no count.
-    Element-wise on arrays. A sampled launch's count is the census's and the model's
-    scaling's, not a measurement to judge the pair by."""
-    m = pd.to_numeric(pd.Series(model_instructions), errors="coerce").to_numpy(float)
-    n = pd.to_numeric(pd.Series(ncu_instructions), errors="coerce").to_numpy(float)
+    ``instructions``) as under ncu (``sm__inst_executed.sum``), within ``tolerance``. Only
+    a launch traced ``whole`` (every block's rows) counts its instructions exactly: a
+    sampled launch's count is the census's and the model's scaling's, not a measurement to
+    judge the pair by, so it is True, as where ncu has no count. Element-wise on arrays."""
+    m = np.asarray(model_instructions, dtype=float)
+    n = np.asarray(ncu_instructions, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        off = np.abs(m / n - 1.0)
-    out = ~(off > tolerance)
-    return bool(out[0]) if np.ndim(model_instructions) == 0 else out
+        other = np.abs(m / n - 1.0) > tolerance
+    out = ~(other & np.asarray(whole, dtype=bool))
+    return out if out.ndim else bool(out)
 
 
 def readable(kernel) -> bool:
