@@ -46,19 +46,22 @@ def test_the_h200_front_end_is_quicker_whatever_the_kernel_touches():
 
 
 def test_the_model_gives_a_gpu_its_own_front_end(scan_step):
-    """One kernel on the H200's memory with and without the H200's front end: the model's
-    cycles differ by the empty kernels' difference in core clocks, and nothing else."""
+    """One kernel on the H200's memory with and without the H200's front end: in a step
+    (warm) the model's cycles differ by the empty kernels' difference in core clocks, and
+    nothing else; profiled alone (cold, as ncu runs it) the H200's fixed cost is its
+    description's ``ncu_fixed_cycles``."""
     from simfront.gpu import load_gpu
     from simfront.gpu.variants import with_variants
     from simfront.sim.model.api import simulate_kernel
+    from simfront.sim.model.carry import L2Carry
     from simfront.sim.model.params import DEFAULT_PARAMS
     from simfront.traces.reader import TraceSet
 
     kernel = next(iter(TraceSet(scan_step).kernels()))
     memory_only = with_variants(load_gpu("h100"), dram_bandwidth="4.8 TB/s", l2_size="60 MiB")
     h200 = load_gpu("h100-as-h200")
-    a = simulate_kernel(kernel, memory_only)
-    b = simulate_kernel(kernel, h200)
+    a = simulate_kernel(kernel, memory_only, l2=L2Carry.empty(memory_only))
+    b = simulate_kernel(kernel, h200, l2=L2Carry.empty(h200))
     clk = h200.clocks.core.hz
     shift = (h200.empty_kernel_ns - DEFAULT_PARAMS.launch.empty_kernel_ref_ns) * 1e-9 * clk
     assert shift == pytest.approx(-633.6)
@@ -66,6 +69,11 @@ def test_the_model_gives_a_gpu_its_own_front_end(scan_step):
     assert b["sim_launch_cycles"] == pytest.approx(DEFAULT_PARAMS.launch.cycles + shift)
     assert b["cycles"] - a["cycles"] == pytest.approx(shift)
     assert b["sim_active_cycles"] == a["sim_active_cycles"]
+    cold_a, cold_b = simulate_kernel(kernel, memory_only), simulate_kernel(kernel, h200)
+    assert cold_a["sim_launch_cycles"] == DEFAULT_PARAMS.launch.cycles
+    assert cold_b["sim_launch_cycles"] == h200.ncu_fixed_cycles == 2848
+    assert cold_b["cycles"] - cold_a["cycles"] == pytest.approx(
+        cold_b["sim_active_cycles"] - cold_a["sim_active_cycles"] + 2848 - 3800)
 
 
 def test_the_h200_timelines_show_the_same_front_end():

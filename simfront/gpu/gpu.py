@@ -78,6 +78,12 @@ class GPU:
         in a step: the front end's fixed cost per kernel (launch and drain), which no other
         field holds. The H200 takes 0.32 us less than the H100 (bench/device/launch_cost.py).
         None: the H100's.
+    ncu_fixed_cycles: the clocks ncu's ``gpc__cycles_elapsed.max`` counts beyond the SM's
+        ``sm__cycles_active.max`` for a one-block kernel profiled alone (caches flushed,
+        launches serialised): a kernel's fixed cost as ncu measures it, which the model
+        takes for a kernel it starts with an empty L2 (``cold``, ncu's conditions). The H200:
+        2,848 (bench/device/ifetch.sh). None: the model's fitted ``launch.cycles`` (the
+        H100's, 3,800) moved by the stream's ``empty_kernel_ns`` difference.
     clock_limits: how the SM clock falls below ``clocks.core`` under load, by kernel and SM
         count (:class:`ClockLimits`). None: every kernel at the core clock.
     """
@@ -91,6 +97,7 @@ class GPU:
     interconnect: Interconnect
     raw: tuple[tuple[str, str], ...] = ()
     empty_kernel_ns: float | None = None
+    ncu_fixed_cycles: float | None = None
     clock_limits: ClockLimits | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -166,6 +166,9 @@ def validate_description(gpu: GPU, pipes_used: "Iterable[str] | None" = None) ->
     if gpu.empty_kernel_ns is not None and not gpu.empty_kernel_ns > 0:
         raise _err(f"empty_kernel_ns must be positive, got {gpu.empty_kernel_ns}",
                    "empty_kernel_ns")
+    if gpu.ncu_fixed_cycles is not None and not gpu.ncu_fixed_cycles > 0:
+        raise _err(f"ncu_fixed_cycles must be positive, got {gpu.ncu_fixed_cycles}",
+                   "ncu_fixed_cycles")
     if gpu.clock_limits is not None:
         _check_clock_limits(gpu.clock_limits)
 

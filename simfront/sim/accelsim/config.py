@@ -61,7 +61,7 @@ EXTRA_PATHS = (
     "name", "sm.registers.max_per_thread", "sm.pipes.fp16", "sm.pipes.lsu",
     "sm.tensor.fma_per_clk", "sm.tensor.mma_sync_share", "sm.hmma_dtype", "sm.l1.sector", "l2.sector", "dram.kind",
     "dram.capacity", "dram.stacks", "dram.channels_per_stack", "empty_kernel_ns",
-    "clock_limits",
+    "ncu_fixed_cycles", "clock_limits",
 )
 
 # Accel-Sim's specialized units by number (fixed by its opcode maps).
@@ -629,6 +629,7 @@ def options_to_gpu(opts: dict[str, str], raw: "dict[str, str] | None" = None,
             "raw": dict(raw or {}),
             # Accel-Sim has no front end to give it: a file of ours says it, else the base's
             "empty_kernel_ns": r.extra.get("empty_kernel_ns", b.get("empty_kernel_ns")),
+            "ncu_fixed_cycles": r.extra.get("ncu_fixed_cycles", b.get("ncu_fixed_cycles")),
             # nor a clock that follows the kernel (it runs every kernel at core_clock)
             "clock_limits": r.extra.get("clock_limits", b.get("clock_limits")),
         }

@@ -12,10 +12,12 @@ from pathlib import Path
 
 from simfront.gpu import load_gpu
 from simfront.sim.model.carry import L2Carry
-from simfront.sim.model.clock import at_clock, known_clock, run_clock
+from simfront.sim.model.clock import at_clock, bounded_clock, known_clock, run_clock
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
-from simfront.sim.model.simulate import cache_key, narrowed, prepare_kernel, time_prepared
+from simfront.sim.model.decode import PIPE_INDEX
+from simfront.sim.model.simulate import (cache_key, narrowed, op_timing, prepare_kernel,
+                                        time_prepared)
 from simfront.core.paths import cache_root
 from simfront.core.provenance import sha256_file
 from simfront.traces import reader
@@ -144,6 +146,8 @@ def timed_record(prep, gpu, params: ModelParams = DEFAULT_PARAMS) -> dict:
     (``clock``: below the core clock where the description's limits say so) and combined
     into its record: how every caller times a kernel."""
     known = known_clock(prep, gpu)
+    if known is None and prep.pipe_counts[PIPE_INDEX["tensor"]] > 0:
+        known = bounded_clock(prep, gpu, op_timing(prep, gpu, params))
     run = None
     if known is None:
         run = time_prepared(prep, gpu, params)

@@ -61,6 +61,11 @@ def kernel_clock(gpu, sms: int, uses_tensor: bool, tensor_busy: float) -> tuple[
     return core * share, what
 
 
+def at_tensor_limit(core: float, t: float) -> tuple[float, str]:
+    """A tensor kernel's clock where the power cap allows its tensor limit ``t``."""
+    return (core, MAX) if t >= 1.0 else (core * t, TENSOR)
+
+
 def known_clock(prep, gpu) -> tuple[float, str] | None:
     """:func:`kernel_clock` of a prepared kernel where it does not depend on the issue
     model's busy share: the power cap allows at least the tensor limit even with the
@@ -77,7 +82,42 @@ def known_clock(prep, gpu) -> tuple[float, str] | None:
     # rounds the other way from deciding otherwise than kernel_clock does
     if t > power_share(limits, sms, 1.0) * (1.0 - 1e-9):
         return None
-    return (core, MAX) if t >= 1.0 else (core * t, TENSOR)
+    return at_tensor_limit(core, t)
+
+
+#: What the busy share's bound is taken up by before it decides, in case the steady
+#: state's windows, added at their means, put a run's share above its blocks' own. Not
+#: needed so far: on the paper steps' tensor kernels on 132 SMs of the H100, the runs'
+#: shares are at most 0.56 of the bound.
+BOUND_MARGIN = 1.05
+
+
+def bounded_clock(prep, gpu, ops) -> tuple[float, str] | None:
+    """:func:`kernel_clock` where a bound on the tensor pipes' busy share decides it without
+    a run: SM 0 takes at least a clock for every ``issue_width`` rows a sub-partition
+    issues, so the share is at most the tensor pipes' initiation clocks per row issued
+    (``ops``: ``simulate.op_timing``), times the issue width over the units, for the
+    heaviest of SM 0's blocks. Where the power cap at that share still allows the tensor
+    limit, the run at the core clock would find the tensor limit too (a GEMM's share is
+    too high to tell: None)."""
+    limits = gpu.clock_limits
+    tp = PIPE_INDEX["tensor"]
+    cols, start, end = prep.sm0_rows()
+    W = prep.occ.warps_per_block
+    if limits is None or not start.size or start.size % W:
+        return None
+    op = cols["op"]
+    clocks = np.where(ops.pipe[op] == tp, ops.initiation[op], 0)
+    cum = np.concatenate([[0], np.cumsum(clocks, dtype=np.int64)])
+    per_block_t = (cum[end] - cum[start]).reshape(-1, W).sum(axis=1)
+    per_block_r = (end - start).reshape(-1, W).sum(axis=1)
+    share = float((per_block_t / np.maximum(per_block_r, 1)).max()
+                  * gpu.sm.issue_width / max(1, gpu.sm.units("tensor")))
+    sms = prep.active_sms
+    t = tensor_share(limits, sms)
+    if power_share(limits, sms, min(1.0, share * BOUND_MARGIN)) < t:
+        return None
+    return at_tensor_limit(gpu.clocks.core.hz, t)
 
 
 def run_clock(run, gpu) -> tuple[float, str]:

@@ -24,11 +24,15 @@ STALL_COLUMNS = ("launch", "idle", "dependency", "memory_latency", "dram_bandwid
                  "selected")
 
 
-def launch_cycles(gpu, params: ModelParams) -> float:
-    """The fixed cycles of a kernel on ``gpu``: the fitted ``launch.cycles`` plus what its
-    front end takes beyond (or short of) the GPU they were fitted on. ncu, which the fit
-    matched, times an empty kernel alone at 2.24 us on the H100 and 1.50 on the H200; a
-    stream at 0.90 and 0.58. The stream's difference is the one a step sees."""
+def launch_cycles(gpu, params: ModelParams, cold: bool = False) -> float:
+    """The fixed cycles of a kernel on ``gpu``. ``cold`` (the kernel starts with an empty
+    L2, as ncu profiles it): the GPU's ``ncu_fixed_cycles`` where its description has
+    them. Otherwise, and in a step (``warm``): the fitted ``launch.cycles`` (ncu's, on the
+    H100) plus what the GPU's front end takes beyond (or short of) the H100's in a stream:
+    ncu times an empty kernel alone at 2.24 us on the H100 and 1.50 on the H200, a stream at
+    0.90 and 0.58, and a step's what-ifs see the stream's difference."""
+    if cold and gpu.ncu_fixed_cycles is not None:
+        return float(gpu.ncu_fixed_cycles)
     own = gpu.empty_kernel_ns
     if own is None:
         return float(params.launch.cycles)
@@ -48,7 +52,7 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     t_sim = float(run.t_sm)
     t_sm = t_sim * run.prep.work_scale
     active = max(t_sm, t_dram, t_l2, 1.0)
-    launch_c = launch_cycles(gpu, params)
+    launch_c = launch_cycles(gpu, params, cold=not run.prep.warm_l2)
     cycles = launch_c + active
     clock = gpu.clocks.core.hz
 
