@@ -2,7 +2,7 @@
 
     active  = max(SM 0's issue-model time x work scale, whole-GPU DRAM bytes / DRAM bytes
                   per clock, whole-GPU L2 sectors x sector / L2 bytes per clock)
-    cycles  = launch overhead + active
+    cycles  = launch overhead + active + a split reduction's finishing walk (``finish``)
 
 Stall shares are shares of the kernel's cycles: ``stall_launch`` is the launch overhead,
 the others split the active part as SM 0's sub-partitions spent it (only sub-partitions
@@ -53,7 +53,8 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     t_sm = t_sim * run.prep.work_scale
     active = max(t_sm, t_dram, t_l2, 1.0)
     launch_c = launch_cycles(gpu, params, cold=not run.prep.warm_l2)
-    cycles = launch_c + active
+    walk = run.prep.finish_walk_steps * params.grid.last_block_step_cycles
+    cycles = launch_c + active + walk
     clock = gpu.clocks.core.hz
 
     # Stall shares of SM 0's used sub-partitions, scaled into the active part.
@@ -68,6 +69,8 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
     if excess > 0:
         shares["dram_bandwidth" if t_dram >= t_l2 else "l2_bandwidth"] += excess
     shares["launch"] = launch_c / cycles
+    # the walk waits on one L2 round trip after another
+    shares["memory_latency"] += walk / cycles
 
     busy = {pipe: run.busy_share(gpu, pipe) for pipe in PIPE_INDEX if pipe != "other"}
 
@@ -104,6 +107,7 @@ def combine(run: KernelRun, gpu, params: ModelParams) -> dict:
         "sim_dram_bound_cycles": t_dram,
         "sim_l2_bound_cycles": t_l2,
         "sim_launch_cycles": launch_c,
+        "sim_finish_walk_cycles": walk,
         "sim_blocks_per_sm": run.occ.blocks_per_sm,
         "sim_occupancy_limiter": run.occ.limiter,
         "sim_theoretical_occupancy": run.occ.warps_per_sm / sm.max_warps,

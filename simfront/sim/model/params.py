@@ -202,6 +202,14 @@ class GridParams:
     #: on 96 / 64 / 32 SMs, where blocks of a grid of 132 would take 2 / 3 / 5 waves).
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",
                                            "cudnn_generated_fort_native_sdpa_sm90_flash_")
+    #: Clocks a step of a split reduction's finishing walk (``simulate.finish_walk_steps``):
+    #: the last block of a column to count in on its semaphore reads the column's partials
+    #: one dependent L2 round trip a step, after the grid's other blocks are done. Measured
+    #: on the H200 by bench/device/split_tail.cu (PyTorch's idiom and its SASS's walk, four
+    #: scalar loads a step): 446 clocks a step from 4 to 49 steps (bench/RESULTS.md, *A
+    #: split reduction's last block*); the H100's L2 round trip is the H200's (*An L2 hit's
+    #: latency, line by line*).
+    last_block_step_cycles: float = 446.0
 
 
 @dataclass(frozen=True)

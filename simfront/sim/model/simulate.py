@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from simfront.core.errors import TraceFormatError
-from simfront.sim.model import fill, prefetch, reuse, sharing, tiles
+from simfront.sim.model import fill, finish, prefetch, reuse, sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
                                       MemRows, global_bytes, global_line_touches, l1_sim,
                                       l2_sim, l2_state, mark_l1_owners, mark_line_owners,
@@ -274,6 +274,8 @@ class Prepared:
     #: once while the grid's others work: the memory side saw none of that work, and SM 0's
     #: time is the census's instructions through an exiting block's rows
     traced_work_share: float = 1.0
+    #: steps of a split reduction's finishing walk that no traced block shows (``finish``)
+    finish_walk_steps: int = 0
 
     def sm0_rows(self) -> tuple[dict, np.ndarray, np.ndarray]:
         """SM 0's rows and, for each warp of its ``timed_blocks`` blocks (block b's warp w
@@ -403,6 +405,7 @@ class _TracePass:
         # (None: the kernel has no cp.async waits); how many of those rows went by
         self.zero_fill: np.ndarray | None = None
         self.n_copies = 0
+        self.finish_seen = finish.FinishSeen()
 
     def _shared_reads(self, n_blocks_trace: int) -> "_SharedReads":
         """Corrects the pass's DRAM reads (and L2 hits) for lines the grid's blocks share
@@ -462,6 +465,7 @@ class _TracePass:
                                      (0, per_block.shape[0] - self.block_rows.shape[0]))
         self.block_rows[: per_block.shape[0]] += per_block
         lanes = _popcount32(chunk.mask)
+        self.finish_seen.add(chunk.opcodes, op, chunk.mask)
         self.n_instr += n
         self.n_thread += float(lanes.sum())
         self.pipe_counts += np.bincount(table.pipe[op], minlength=N_PIPES)[:N_PIPES]
@@ -714,7 +718,9 @@ class _TracePass:
                         sample_scale=scale, work_scale=work_scale,
                         persistent=self.persistent, schedule=schedule,
                         warm_l2=self.carried is not None, repeat_from=repeat_from,
-                        traced_work_share=traced_share)
+                        traced_work_share=traced_share,
+                        finish_walk_steps=finish.walk_steps(self.finish_seen, self.ln.grid,
+                                                            self.ln.block))
 
 
 def _per_read(moved: np.ndarray) -> float:
