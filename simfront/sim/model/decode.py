@@ -68,7 +68,8 @@ def _kind(oc) -> int:
         # flight (Triton's SSD kernels wait with N = 8 of 12, three stages deep)
         return K_ASYNC_WAIT
     if base in ("MEMBAR", "FENCE", "ERRBAR") or (
-            base == "SYNCS" and "PHASECHK" in oc.modifiers):
+            base == "SYNCS" and "PHASECHK" in oc.modifiers) or (
+            base == "CCTL" and "IVALL" in oc.modifiers):
         # Fences and mbarrier phase checks (TMA): the warp waits for its outstanding
         # memory operations (conservative: for all of them).
         return K_FENCE
