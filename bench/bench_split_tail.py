@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bench_heldout import gpu_of  # the set's GPU, as the held-out bench reads it
 from results_md import publish  # bench/results_md.py, beside this script
 
 from simfront.analysis.whatif import model_records
@@ -58,8 +59,7 @@ def step_cycles(table: pd.DataFrame, steps: tuple[int, int] = FIT_STEPS) -> floa
 def walk_launches(name: str) -> pd.DataFrame:
     """The set's launches the model gives a finishing walk, paired with ncu."""
     d = TRACES / name
-    gpu = "h200" if name.startswith("h200-") else "h100"
-    recs = model_records(d, load_gpu(gpu), l2="cold")
+    recs = model_records(d, load_gpu(gpu_of(d)), l2="cold")
     pairs, _ = pair_launches(d, read_ncu(d / "ncu.csv"))
     rows = []
     for p in pairs:

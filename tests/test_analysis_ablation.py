@@ -64,8 +64,8 @@ def test_the_model_follows_the_direction_and_is_held_to_todays_accuracy(d512):
     assert ((added[fwd] - 1).abs() < 0.25).all()
     # The backward kernel ends each warp with Triton's acq_rel atomics, whose acquire waits
     # for the atomic to land since model-1.27: there the saving without exps on all SMs
-    # reads 0.67 of the hardware's (0.85 before; the variant's heavier memory load lengthens
-    # the atomics' round trip), while the same rows of ho-hybrid and ho-m2-d1024 moved
+    # reads 0.67 of the hardware's (0.85 before; in the model the variant's warps wait
+    # longer for their atomics, not measured on hardware), while the same rows of ho-hybrid and ho-m2-d1024 moved
     # 0.62 -> 0.79 and 0.68 -> 0.86 (bench/RESULTS.md, *SSD vector-work ablation*).
     assert ((added[~fwd] - 1).abs() < 0.35).all()
     # The ratios: model-1.15 4.3% mean, 7.4% worst; model-1.14 2.5% and 5.8%, its short

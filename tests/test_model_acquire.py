@@ -5,11 +5,9 @@ bench/data/device/ssd_pc_hd128/)."""
 
 from __future__ import annotations
 
-import csv
-import lzma
-
 import pytest
 
+from simfront.core.ncu import read_source_pages
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
 from simfront.sim.model import simulate_kernel
@@ -25,21 +23,12 @@ def test_an_l1_invalidate_is_a_fence_and_a_line_prefetch_is_not():
     assert t.kind.tolist() == [K_FENCE, K_PREFETCH, K_FENCE]
 
 
-def _source_page(kernel: str) -> list[dict]:
-    lines = lzma.open(SOURCE, "rt").read().splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith('"Kernel Name"')
-                 and kernel in ln)
-    end = next((i for i in range(start + 1, len(lines))
-                if lines[i].startswith('"Kernel Name"')), len(lines))
-    rows = list(csv.reader(lines[start + 1:end]))
-    return [dict(zip(rows[0], r)) for r in rows[1:] if len(r) == len(rows[0])]
-
-
 def test_the_h200s_warps_wait_at_the_invalidate_after_their_atomic():
-    page = _source_page("_chunk_state_bwd_db_kernel")
-    samples = {r["Source"].strip().split()[0]: int(r["Warp Stall Sampling (All Samples)"])
-               for r in page if r["Source"].strip().startswith(("CCTL", "ATOMG", "ERRBAR"))}
-    total = sum(int(r["Warp Stall Sampling (All Samples)"] or 0) for r in page)
+    page = read_source_pages(SOURCE)["_chunk_state_bwd_db_kernel"]
+    col = page["Warp Stall Sampling (All Samples)"]
+    samples = {src.split()[0]: n for src, n in zip(page.Source, col)
+               if src.startswith(("CCTL", "ATOMG", "ERRBAR"))}
+    total = col.sum()
     # the wait is the invalidate's (on the long scoreboard), not the atomic's issue
     assert samples["CCTL.IVALL"] / total > 0.05
     assert samples["CCTL.IVALL"] > 5 * samples["ATOMG.E.ADD.F32.FTZ.RN.STRONG.GPU"]

@@ -10,9 +10,12 @@ import sys
 import pytest
 
 from simfront.core.paths import REPO_ROOT
+from simfront.gpu import load_gpu
 from simfront.sim.model import finish
+from simfront.sim.model.decode import build_optable
 from simfront.sim.model.occupancy import launch_from
 from simfront.sim.model.params import DEFAULT_PARAMS
+from simfront.sim.model.simulate import _popcount32
 from simfront.traces.reader import TraceSet
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
@@ -28,7 +31,9 @@ def _kernel(set_name: str, kid: int):
 def _seen(kernel) -> finish.FinishSeen:
     seen = finish.FinishSeen()
     for c in kernel.iter_chunks():
-        seen.add(c.opcodes, c.op.astype("int64"), c.mask)
+        table = build_optable(c.opcodes, load_gpu("h200"))
+        op = c.op.astype("int64")
+        seen.add(table, table.kind[op], op, _popcount32(c.mask))
     return seen
 
 

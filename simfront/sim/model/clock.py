@@ -86,9 +86,9 @@ def known_clock(prep, gpu) -> tuple[float, str] | None:
 
 
 #: What the busy share's bound is taken up by before it decides, in case the steady
-#: state's windows, added at their means, put a run's share above its blocks' own. Not
-#: needed so far: on the paper steps' tensor kernels on 132 SMs of the H100, the runs'
-#: shares are at most 0.56 of the bound.
+#: state's windows, added at their means, put a run's share above its blocks' own: a
+#: margin, not a measurement (the paper steps' records are the same with and without the
+#: bound, bench/RESULTS.md, *Model speed and the refactor*).
 BOUND_MARGIN = 1.05
 
 

@@ -22,6 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simfront.sim.model.decode import K_ATOMIC, K_EXIT, K_FENCE
+
+_X_REDUCE = ("SHFL.BFLY", "SHFL.DOWN")
+
 
 def _gpu_fence(op: str) -> bool:
     return op.startswith("MEMBAR.SC.GPU") or op.startswith("MEMBAR.GPU")
@@ -29,26 +33,31 @@ def _gpu_fence(op: str) -> bool:
 
 @dataclass
 class FinishSeen:
-    """What the trace pass saw of the idiom, chunk by chunk (``add``)."""
+    """What the trace pass saw of the idiom, chunk by chunk (``add``). ``watch`` False (a
+    grid of one row, where no column has several blocks): nothing is looked at."""
 
+    watch: bool = True
     fence: bool = False
     atomic: bool = False
     x_reduce: bool = False
     last_traced: bool = False
 
-    def add(self, opcodes, op: np.ndarray, mask: np.ndarray) -> None:
-        present = set(np.unique(op).tolist())
-        names = [o for i, o in enumerate(opcodes) if i in present]
-        self.fence |= any(_gpu_fence(o) for o in names)
+    def add(self, table, kind: np.ndarray, op: np.ndarray, lanes: np.ndarray) -> None:
+        """One chunk's rows: their kinds (``decode.K_*``), opcode indices into ``table``'s
+        ``opcodes`` and active lanes."""
+        if not self.watch:
+            return
+        names = table.opcodes
+        if not self.fence:
+            self.fence = any(_gpu_fence(names[i]) for i in np.unique(op[kind == K_FENCE]))
         # the semaphore: one lane's atomic (Triton's atomics, also fenced, take many lanes)
-        atomics = [i for i, o in enumerate(opcodes) if o.startswith("ATOMG") and i in present]
-        if atomics and not self.atomic:
-            one_lane = (mask != 0) & ((mask & (mask - 1)) == 0)
-            self.atomic = bool(np.any(np.isin(op, atomics) & one_lane))
-        self.x_reduce |= any(o.startswith(("SHFL.BFLY", "SHFL.DOWN")) for o in names)
-        exits = [i for i, o in enumerate(opcodes) if o == "EXIT" and i in present]
-        if exits and not self.last_traced:
-            self.last_traced = bool(np.any(np.isin(op, exits) & (mask == 0)))
+        if not self.atomic:
+            self.atomic = bool(np.any((kind == K_ATOMIC) & (lanes == 1)))
+        if not self.last_traced:
+            self.last_traced = bool(np.any((kind == K_EXIT) & (lanes == 0)))
+        if not self.x_reduce:
+            shfl = [i for i, o in enumerate(names) if o.startswith(_X_REDUCE)]
+            self.x_reduce = bool(shfl) and bool(np.isin(op, shfl).any())
 
 
 def walk_steps(seen: FinishSeen, grid: tuple[int, int, int],

@@ -202,7 +202,7 @@ class GridParams:
     #: on 96 / 64 / 32 SMs, where blocks of a grid of 132 would take 2 / 3 / 5 waves).
     persistent_kernels: tuple[str, ...] = ("nvjet_sm90_",
                                            "cudnn_generated_fort_native_sdpa_sm90_flash_")
-    #: Clocks a step of a split reduction's finishing walk (``simulate.finish_walk_steps``):
+    #: Clocks a step of a split reduction's finishing walk (``finish.walk_steps``):
     #: the last block of a column to count in on its semaphore reads the column's partials
     #: one dependent L2 round trip a step, after the grid's other blocks are done. Measured
     #: on the H200 by bench/device/split_tail.cu (PyTorch's idiom and its SASS's walk, four

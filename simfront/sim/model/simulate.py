@@ -405,7 +405,7 @@ class _TracePass:
         # (None: the kernel has no cp.async waits); how many of those rows went by
         self.zero_fill: np.ndarray | None = None
         self.n_copies = 0
-        self.finish_seen = finish.FinishSeen()
+        self.finish_seen = finish.FinishSeen(watch=ln.grid[1] > 1)
 
     def _shared_reads(self, n_blocks_trace: int) -> "_SharedReads":
         """Corrects the pass's DRAM reads (and L2 hits) for lines the grid's blocks share
@@ -465,7 +465,7 @@ class _TracePass:
                                      (0, per_block.shape[0] - self.block_rows.shape[0]))
         self.block_rows[: per_block.shape[0]] += per_block
         lanes = _popcount32(chunk.mask)
-        self.finish_seen.add(chunk.opcodes, op, chunk.mask)
+        self.finish_seen.add(table, kind, op, lanes)
         self.n_instr += n
         self.n_thread += float(lanes.sum())
         self.pipe_counts += np.bincount(table.pipe[op], minlength=N_PIPES)[:N_PIPES]
