@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 # that a file's fixtures are built once: the machine's cores, at most 4.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaffinity(0))))")
 
-.PHONY: install test demo bench tracer ptx clean
+.PHONY: install test demo demo-paper bench tracer ptx clean
 
 install:
 	$(PIP) install -q -e '.[test]'
@@ -16,6 +16,10 @@ test:
 
 demo:
 	$(PYTHON) -m simfront demo --out out/demo
+
+# The same on the paper-size Mamba2 and Mamba1 steps: the finding, not only the method.
+demo-paper:
+	$(PYTHON) -m simfront demo --paper --out out/demo-paper
 
 bench:
 	$(PYTHON) bench/run_all.py

@@ -48,3 +48,34 @@ def test_demo_on_the_smallest_sample(tmp_path):
     assert text.count("data:image/png;base64,") >= 3
     assert not re.search(r"src=['\"](?!data:)", text)
     assert "Tensor:vector balance" in md.read_text()
+
+
+def test_the_paper_demo_takes_the_shipped_paper_size_steps():
+    import json
+
+    from simfront.analysis.demo import PAPER_SETS, sample_trace_sets
+    sets = sample_trace_sets(paper=True)
+    assert [p.name for p in sets] == list(PAPER_SETS)
+    for p in sets:
+        workload = json.loads((p / "manifest.json").read_text())["workload"]
+        assert workload["preset"] == "paper"
+        assert workload["name"] in ("mamba2_lm", "mamba1_lm")
+
+
+def test_the_report_says_what_size_the_steps_are():
+    from simfront.analysis.demo import _what_the_sets_are, sample_trace_sets
+    tiny = _what_the_sets_are(sample_trace_sets())
+    paper = _what_the_sets_are(sample_trace_sets(paper=True))
+    assert "`tiny` preset" in tiny and "--paper" in tiny
+    assert "`paper` preset" in paper and "tiny" not in paper
+    mixed = _what_the_sets_are(sample_trace_sets() + sample_trace_sets(paper=True))
+    assert "mamba2_lm-paper-box paper" in mixed and " tiny" in mixed
+
+
+def test_the_paper_demo_and_a_trace_folder_are_one_choice(tmp_path):
+    from click.testing import CliRunner
+
+    from simfront.analysis.cli import demo_cmd
+    res = CliRunner().invoke(demo_cmd, ["--paper", "--traces", str(tmp_path),
+                                        "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "give one" in res.output

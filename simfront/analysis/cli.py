@@ -19,6 +19,21 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from simfront.analysis import lengths as length_study
+from simfront.analysis.ablation import bound_sentence, sweep_vector_bounds, vector_bound
+from simfront.analysis.ablation import compare as ablation_compare
+from simfront.analysis.ablation import render_markdown as ablation_markdown
+from simfront.analysis.correlate import base_config_records, correlate
+from simfront.analysis.demo import run_demo
+from simfront.analysis.occupancy import compare as occupancy_compare
+from simfront.analysis.occupancy import render_markdown as occupancy_markdown
+from simfront.analysis.report import Report
+from simfront.analysis.threeway_cli import threeway_cmd
+from simfront.analysis.wallclock import sweep_step_shares
+from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
+from simfront.core.atomic import write_text
+from simfront.core.ncu import read_ncu_csv
+
 
 def _json_out(obj) -> str:
     return json.dumps(obj, indent=1, default=lambda o: None if o != o else str(o))
@@ -270,18 +285,20 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
 @click.option("--out", type=click.Path(path_type=Path), default=Path("out/demo"), show_default=True)
 @click.option("--traces", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Trace set (default: the shipped sample traces).")
+@click.option("--paper", is_flag=True,
+              help="The shipped paper-size steps instead of the tiny ones (a few minutes).")
 @click.option("--ratios", default="32,16,8,4,2", show_default=True,
               help="Tensor:vector ratios to sweep (16 = H100).")
-def demo_cmd(out: Path, traces: Path | None, ratios: str) -> None:
+def demo_cmd(out: Path, traces: Path | None, paper: bool, ratios: str) -> None:
     """Shipped sample traces -> a tensor:vector sweep on the built-in model -> the balance
     report. Needs no GPU and no simulator."""
+    if paper and traces is not None:
+        raise click.UsageError("--paper and --traces choose the traces both: give one")
     rs = [float(x) for x in ratios.split(",") if x.strip()]
-    html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs)
+    html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs, paper=paper)
     click.echo(f"wrote {html_path}\nwrote {md_path}")
 
 
-from simfront.analysis.correlate import base_config_records, correlate
-from simfront.analysis.demo import run_demo
 @analyze.command("occupancy")
 @click.argument("trace_sets", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -303,19 +320,6 @@ def occupancy_cmd(trace_sets: tuple[Path, ...], kernels: tuple[str, ...],
         left = f"; left out as retuned: {', '.join(f.retuned)}" if f.retuned else ""
         click.echo(f"{f.set_name}: mean |error| {f.mape:.1f}%{left}")
 
-
-from simfront.analysis.report import Report
-from simfront.analysis.threeway_cli import threeway_cmd  # noqa: E402
-from simfront.analysis.wallclock import sweep_step_shares
-from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
-from simfront.core.atomic import write_text
-from simfront.core.ncu import read_ncu_csv
-from simfront.analysis import lengths as length_study
-from simfront.analysis.ablation import bound_sentence, sweep_vector_bounds, vector_bound
-from simfront.analysis.ablation import compare as ablation_compare
-from simfront.analysis.ablation import render_markdown as ablation_markdown
-from simfront.analysis.occupancy import compare as occupancy_compare
-from simfront.analysis.occupancy import render_markdown as occupancy_markdown
 
 analyze.add_command(threeway_cmd)
 

@@ -39,40 +39,50 @@ def _is_trace_set(p: Path) -> bool:
     return (p / "kernelslist.g").exists() or (p / "kernelslist.g.xz").exists()
 
 
-def _workload_name(p: Path) -> str | None:
+def _workload(p: Path) -> dict:
+    """The workload a set's manifest names (``name``, ``preset``, ...); empty where none."""
     try:
         workload = json.loads((p / "manifest.json").read_text()).get("workload") or {}
     except (OSError, ValueError):
-        return None
-    return workload.get("name") if isinstance(workload, dict) else None
+        return {}
+    return workload if isinstance(workload, dict) else {}
+
+
+def _workload_name(p: Path) -> str | None:
+    return _workload(p).get("name")
 
 
 def _whole_step(p: Path) -> bool:
     """A capture of a whole training step of a registered workload at its `tiny` preset (not
     a slice of one, not a test program): what a balance study is about, at a size the demo
-    simulates in a minute or two (the paper-size captures are experiments/paper_balance.yaml's)."""
-    try:
-        manifest = json.loads((p / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return False
-    workload = manifest.get("workload") or {}
-    return (isinstance(workload, dict) and workload.get("name") in WORKLOADS
-            and workload.get("preset", "tiny") == "tiny")
+    simulates in a minute or two (the paper-size captures are ``--paper``'s)."""
+    workload = _workload(p)
+    return workload.get("name") in WORKLOADS and workload.get("preset", "tiny") == "tiny"
 
 
 #: The workloads of the default demo: the language-model steps the balance question is about
 #: (Mamba2 first in the report). MambaVision and GraphMamba (960 launches between them) would
 #: triple its time on two cores; `simfront demo --traces traces` includes them.
 DEMO_WORKLOADS = ("mamba2_lm", "mamba1_lm", "hybrid_lm")
+#: The paper-size steps of the question (2 layers, d_model 768, 4 x 2048 tokens), as the
+#: tracer's box sample captured them: `simfront demo --paper` (`make demo-paper`), a few
+#: minutes on two cores where the tiny steps take one; the design-space study's steps.
+PAPER_SETS = ("mamba2_lm-paper-box", "mamba1_lm-paper-box")
 #: The hardware what-ifs the demo checks the model against (of those shipped beside a set):
 #: half the SMs and the H200's memory. `simfront analyze whatif SET` runs them all.
 DEMO_WHATIF = ("h100-sms64", "h200-all")
 
 
-def sample_trace_sets(root: Path | None = None) -> list[Path]:
+def sample_trace_sets(root: Path | None = None, paper: bool = False) -> list[Path]:
     """The trace set ``root``, or the sets under it; by default the whole-step captures of the
     language-model workloads shipped in the repository's ``traces/`` (every set there when
-    none is a whole step)."""
+    none is a whole step); ``paper``: the shipped paper-size steps (:data:`PAPER_SETS`)."""
+    if paper:
+        sets = [repo_dir("traces") / name for name in PAPER_SETS]
+        missing = [p for p in sets if not _is_trace_set(p)]
+        if missing:
+            raise InputError("the paper-size sample traces are not shipped here", missing[0])
+        return sets
     if root is None:
         sets = sample_trace_sets(repo_dir("traces"))
         lm = [p for p in sets if _workload_name(p) in DEMO_WORKLOADS]
@@ -111,8 +121,9 @@ def write_sweep_file(path: Path, trace_sets: list[Path], ratios, backend: str = 
 
 def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
              backend: str = "model", imports: tuple[str, ...] = (),
-             whatif: list[dict] | None = None) -> tuple[Path, Path]:
-    """Run the demo into ``out``; return the report's HTML and Markdown paths. ``backend``
+             whatif: list[dict] | None = None, paper: bool = False) -> tuple[Path, Path]:
+    """Run the demo into ``out``; return the report's HTML and Markdown paths. ``paper``:
+    on the shipped paper-size steps instead of the tiny ones. ``backend``
     and ``imports`` (modules or .py files that register a backend) exist for tests and for
     trying the pipeline with another backend. ``whatif``: rows of how far the model's
     what-ifs held on hardware (:data:`simfront.analysis.studies.WHATIF_KEYS`), shown in the
@@ -122,7 +133,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
 
     t0 = time.time()
     out = Path(out)
-    sets = sample_trace_sets(traces)
+    sets = sample_trace_sets(traces, paper=paper)
     _say(f"1/4 traces: {', '.join(p.name for p in sets)}")
     if imports:
         import_plugins(tuple(str(i) for i in imports))
@@ -156,21 +167,39 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
     shares = {k: v for k, v in ((p.name, step_share(p)) for p in sets) if v is not None}
     add_balance_summary(rep, studies, whatif, shares)  # the answer first
     intro = rep.section("What this is")
-    intro.text(f"The shipped trace sets ({', '.join(p.name for p in sets)}) simulated by "
+    intro.text(f"The trace sets {', '.join(p.name for p in sets)} simulated by "
                f"the built-in timing model on H100 variants whose tensor:vector ratio "
                f"(dense bf16 tensor FMA : FP32 FMA per SM per clock; the H100 is 16) is "
                f"{', '.join(f'{r:g}' for r in ratios)}, reached by scaling the vector pipes. "
-               "Each is one whole training step (forward, backward, AdamW) captured on an "
-               "H100 by simfront's tracer at the workload's `tiny` preset (traces/, "
-               "manifest.json): sizes this small leave most kernels bound by launch and "
-               "latency, so read the curves as the method at work; "
-               "experiments/mamba2_balance.yaml is the study to run on paper-size captures.")
+               + _what_the_sets_are(sets))
     add_balance(rep, studies, bounds, summary=False)
     _add_hardware_correlation(rep, rec, sets)
     _add_whatif(rep, hw)
     html_path, md_path = rep.write()
     _say(f"done in {time.time() - t0:.1f} s: {html_path}")
     return html_path, md_path
+
+
+def _preset(p: Path) -> str | None:
+    return _workload(p).get("preset")
+
+
+def _what_the_sets_are(sets: list[Path]) -> str:
+    """The report's words on what the sets are, by the presets their manifests name."""
+    presets = {_preset(p) for p in sets}
+    if presets == {"tiny"}:
+        return ("Each is one whole training step (forward, backward, AdamW) captured on an "
+                "H100 by simfront's tracer at the workload's `tiny` preset (traces/, "
+                "manifest.json): sizes this small leave most kernels bound by launch and "
+                "latency, so read the curves as the method at work; `simfront demo "
+                "--paper` runs the paper-size steps.")
+    if presets == {"paper"}:
+        return ("Each is one whole training step (forward, backward, AdamW) captured on an "
+                "H100 by simfront's tracer at the workload's `paper` preset (2 layers, "
+                "d_model 768, 4 x 2048 tokens; manifest.json), its large grids "
+                "box-sampled: the sizes the question is asked at.")
+    return ("The sets' presets, as their manifests name them: "
+            + ", ".join(f"{p.name} {_preset(p) or 'none'}" for p in sets) + ".")
 
 
 def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:
