@@ -10,9 +10,12 @@ for memory after the latency of the deepest level the cache simulation found plu
 spent queueing for the SM's L1TEX data path (global, shared and cp.async's shared writes
 alike), its share of the L2 bandwidth and its share of
 the DRAM bandwidth (token buckets). Barriers hold a warp until every live warp of its block
-arrives. Cycles in which nothing can issue are skipped in one step, and so is an SM's steady
-state: where its blocks repeat (a sampled trace's traced blocks, in turn) and its last
-windows of blocks took as long as each other, the windows after them are added, not run.
+arrives. A scheduler works out only the warps whose kept wait has come due (a kept wait
+only grows: a pipe's units only get busier), and the nearest wait of the others only in a
+clock where none issues. Cycles in which nothing can issue are skipped in one step, and so
+is an SM's steady state: where its blocks repeat (a sampled trace's traced blocks, in turn)
+and its last windows of blocks took as long as each other, the windows after them are
+added, not run.
 
 Every sub-partition clock that does not issue is charged to one reason, that of the warp
 nearest to issuing: see ``REASONS``.
@@ -205,7 +208,10 @@ class SmState(NamedTuple):
     (``sp_clean``), and whether it held a live warp then; the steady-state sample
     (``_steady``): windows started, the clocks at the sample's first and latest window
     and the clocks added (``steady_t``), the sums of the windows' clocks and of their
-    squares, the counters at the sample's start and end."""
+    squares, the counters at the sample's start and end; per sub-partition and its k-th
+    warp slot (slot sub-partition + k x sub-partitions), the clock before which that warp
+    cannot issue (``lb``: 0 where its wait is to be worked out, its kept wait, never while
+    it is at a barrier, done or its slot empty), which ``_due`` reads."""
 
     reg_ready: np.ndarray
     reg_cause: np.ndarray
@@ -251,6 +257,7 @@ class SmState(NamedTuple):
     steady_t: np.ndarray
     steady_s: np.ndarray
     steady_c: np.ndarray
+    lb: np.ndarray
 
 
 #: cp.async groups a warp's ring remembers: a wait looks at most this far back (a
@@ -306,7 +313,8 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         sp_clean=np.zeros(P, np.bool_), sp_live=np.zeros(P, np.bool_),
         steady_n=np.zeros(1, np.int64), steady_t=np.zeros(3, np.int64),
         steady_s=np.zeros(2, np.float64),
-        steady_c=np.zeros((2, P * N_REASONS + 2 * ops.pipe_units.shape[0] + 1), np.int64))
+        steady_c=np.zeros((2, P * N_REASONS + 2 * ops.pipe_units.shape[0] + 1), np.int64),
+        lb=np.full((P, -(-S // P)), _INF, np.int64))
 
 
 @numba.njit(cache=True, _nrt=False)
@@ -340,10 +348,12 @@ def _start_block(r, blk, t, rows, cfg, st):
         st.sp_clean[sp] = False
         if b > a:
             st.state[s] = _RUN
+            st.lb[sp, s // P] = 0
             nl += 1
             st.sp_used[sp] = True
         else:
             st.state[s] = _DONE
+            st.lb[sp, s // P] = _INF
         if st.last[sp] == s:
             st.last[sp] = -1
     st.live[r] = nl
@@ -565,6 +575,7 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
         out.last_issue[s] = now
     st.dep_ok[s] = False
     st.wait_ok[s] = False
+    st.lb[sp, s // cfg.sub_partitions] = 0
     ii = ops.initiation[o]
     st.pipe_free[sp, p, u_best] = now + ii
     st.pipe_ver[sp, p] += 1
@@ -630,11 +641,14 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
     W = cfg.warps_per_block
     r = s // W
     done = st.ptr[s] >= st.end[s]
+    P = cfg.sub_partitions
     if k == K_BARRIER and not done:
         st.state[s] = _BAR
+        st.lb[s % P, s // P] = _INF
         st.arrived[r] += 1
     if done:
         st.state[s] = _DONE
+        st.lb[s % P, s // P] = _INF
         st.live[r] -= 1
         out.warp_cycles[0] += now + 1 - st.born[s]
         finish = max(finish, max(st.mem_out[s], st.async_out[s]))
@@ -649,7 +663,8 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
                 st.state[s2] = _RUN
                 st.wstart[s2] = now + cfg.lat_barrier
                 st.wait_ok[s2] = False
-                st.sp_clean[s2 % cfg.sub_partitions] = False
+                st.lb[s2 % P, s2 // P] = 0
+                st.sp_clean[s2 % P] = False
     started = False
     if st.live[r] == 0:
         # The block is done: the block scheduler starts the next one here.
@@ -663,20 +678,52 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
-def _schedule(sp, now, next_block, finish, rows, ops, cfg, st, out):
-    """One clock of sub-partition ``sp``'s scheduler: up to ``issue_width`` ready warps
-    issue, the nearest wait of the others noted (``st.best_t``, ``st.best_r``). Returns
-    (next_block, finish, any warp live, any issued)."""
+def _keep_wait(s, sp, P, t, reason, st):
+    """A warp's wait, kept until it issues, its slot changes, or its pipe's units on its
+    sub-partition take an instruction; also the lower bound its scheduler reads."""
+    st.wait_t[s] = t
+    st.wait_r[s] = reason
+    st.wait_ver[s] = st.pipe_ver[sp, st.dep_pipe[s]]
+    st.wait_ok[s] = True
+    st.lb[sp, s // P] = t
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _due(sp, now, st):
+    """The warps of sub-partition ``sp`` (bit k: slot sp + k x sub-partitions) that may
+    issue at ``now``: running, and with no wait kept or one kept that is due. A kept wait
+    only grows (a pipe's units only get busier), so the others cannot issue now."""
+    m = np.int64(0)
+    for k in range(st.lb.shape[1]):
+        if st.lb[sp, k] <= now:
+            m |= np.int64(1) << k
+    return m
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _try_issue(s, sp, now, next_block, finish, rows, ops, cfg, st, out):
+    """Warp slot ``s``'s wait worked out; it issues if due. Returns (next_block, finish,
+    issued, a block started)."""
+    t, reason, u_best = _wait(s, sp, now, rows, ops, cfg, st)
+    if t > now:
+        _keep_wait(s, sp, cfg.sub_partitions, t, reason, st)
+        return next_block, finish, False, False
+    k = ops.kind[rows.op[st.ptr[s]]]
+    ready = _issue(s, sp, u_best, now, rows, ops, cfg, st, out)
+    if ready > finish:
+        finish = ready
+    next_block, finish, started = _retire(s, k, now, next_block, finish, rows, cfg, st, out)
+    return next_block, finish, True, started
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _nearest_wait(sp, now, rows, ops, cfg, st):
+    """Sub-partition ``sp``'s nearest wait and its reason (``st.best_t``, ``st.best_r``) in
+    the scheduler's order, the earlier warp on a tie; returns whether a warp is live."""
     S = cfg.blocks_per_sm * cfg.warps_per_block
     P = cfg.sub_partitions
     any_live = False
-    issued_any = False
-    st.n_iss[sp] = 0
-    st.best_t[sp] = _INF
-    st.best_r[sp] = R_IDLE
     for kk in range(-(-S // P) + 1):
-        if st.n_iss[sp] >= cfg.issue_width:
-            break
         s = _slot_of(sp, kk, S, P, st)
         if s < 0:
             continue
@@ -688,34 +735,55 @@ def _schedule(sp, now, next_block, finish, rows, ops, cfg, st, out):
             if st.best_t[sp] == _INF:
                 st.best_r[sp] = R_SYNC
             continue
-        # A warp's wait stays what it was until it issues, its slot changes, or its pipe's
-        # units on this sub-partition take an instruction: read it back then.
-        if st.wait_ok[s] and st.wait_t[s] > now \
-                and st.wait_ver[s] == st.pipe_ver[sp, st.dep_pipe[s]]:
-            if st.wait_t[s] < st.best_t[sp]:
-                st.best_t[sp] = st.wait_t[s]
-                st.best_r[sp] = st.wait_r[s]
+        if st.wait_ver[s] != st.pipe_ver[sp, st.dep_pipe[s]]:
+            # its pipe took an instruction since: the kept wait is a lower bound of the
+            # new one, which cannot be nearer than a nearest one already found
+            if st.wait_t[s] >= st.best_t[sp]:
+                continue
+            t, reason, _ = _wait(s, sp, now, rows, ops, cfg, st)
+            _keep_wait(s, sp, P, t, reason, st)
+        if st.wait_t[s] < st.best_t[sp]:
+            st.best_t[sp] = st.wait_t[s]
+            st.best_r[sp] = st.wait_r[s]
+    return any_live
+
+
+@numba.njit(cache=True, inline="always", _nrt=False)
+def _schedule(sp, now, next_block, finish, rows, ops, cfg, st, out):
+    """One clock of sub-partition ``sp``'s scheduler: up to ``issue_width`` ready warps
+    issue, the last issued warp first, then the others in slot (that is age) order; where
+    none does, the nearest wait of the others is noted (``st.best_t``, ``st.best_r``).
+    Only the warps ``_due`` names are worked out for issue; a new block's warps and a
+    barrier's released ones cannot issue in the clock that made them due. Returns
+    (next_block, finish, any warp live, any issued)."""
+    P = cfg.sub_partitions
+    issued_any = False
+    st.n_iss[sp] = 0
+    st.best_t[sp] = _INF
+    st.best_r[sp] = R_IDLE
+    due = _due(sp, now, st)
+    last = st.last[sp]
+    if last >= 0:
+        bit = np.int64(1) << (last // P)
+        if due & bit:
+            due &= ~bit
+            next_block, finish, issued, started = _try_issue(last, sp, now, next_block,
+                                                             finish, rows, ops, cfg, st, out)
+            issued_any = issued
+    for k in range(st.lb.shape[1]):
+        if st.n_iss[sp] >= cfg.issue_width:
+            break
+        if not (due >> k) & 1:
             continue
-        t, reason, u_best = _wait(s, sp, now, rows, ops, cfg, st)
-        if t > now:
-            st.wait_t[s] = t
-            st.wait_r[s] = reason
-            st.wait_ver[s] = st.pipe_ver[sp, st.dep_pipe[s]]
-            st.wait_ok[s] = True
-            if t < st.best_t[sp]:
-                st.best_t[sp] = t
-                st.best_r[sp] = reason
+        s = sp + k * P
+        if s == st.last[sp]:
             continue
-        k = ops.kind[rows.op[st.ptr[s]]]
-        ready = _issue(s, sp, u_best, now, rows, ops, cfg, st, out)
-        issued_any = True
-        if ready > finish:
-            finish = ready
-        next_block, finish, started = _retire(s, k, now, next_block, finish, rows, cfg, st,
-                                              out)
-        if started:
-            any_live = True
-    return next_block, finish, any_live, issued_any
+        next_block, finish, issued, started = _try_issue(s, sp, now, next_block, finish,
+                                                         rows, ops, cfg, st, out)
+        issued_any = issued_any or issued
+    if issued_any:
+        return next_block, finish, True, True
+    return next_block, finish, _nearest_wait(sp, now, rows, ops, cfg, st), False
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
