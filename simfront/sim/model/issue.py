@@ -197,8 +197,8 @@ class SmState(NamedTuple):
     path, the L2 and the DRAM free (``QUEUE_*``); per warp slot, the clock its next
     instruction's registers (and a fence's memory) are ready and the reason, its
     instruction-cache line and its pipe, while ``dep_ok``: they change only when the warp
-    issues or its slot gets a block, and a scheduler looks at a waiting warp every clock
-    another issues; its cp.async groups: the clock the open group's copies have all
+    issues or its slot gets a block, and a scheduler may look at a waiting warp many
+    times before it issues; its cp.async groups: the clock the open group's copies have all
     landed, how many groups it committed, and each committed group's clock and reason in a
     ring of the last ``ASYNC_GROUPS``; per warp slot, its wait as last worked out (clock and
     reason) and the count of instructions its pipe's units on its sub-partition had taken
