@@ -7,6 +7,5 @@ TAG=${1:-h200}; mkdir -p $OUT
 . "$(dirname "$0")/tools.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 build_run split_tail $TAG 5
-CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump)
-$CUOBJDUMP -sass $T/split_tail > $OUT/split_tail_${TAG}_sass.txt
+sass split_tail $TAG
 grep -c "LDG" $OUT/split_tail_${TAG}_sass.txt

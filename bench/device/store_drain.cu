@@ -13,8 +13,8 @@
 // block's (a DRAM miss, as the pointer chase's loads were). Then it spins
 // SPIN clocks, then every lane stores N float4 to lines no block wrote before (each warp N
 // x 512 B) and the block exits. Also read: %globaltimer at the block's start and after its
-// stores issue, so the gap from one block's end to the next one's start on the same SM is
-// known.
+// stores issue, for the gap from one block's end to the next one's start on the same SM
+// (the H200 read 256 ns at every N: read it as the timer's step, not a measured gap).
 //
 //   nvcc -O3 -arch=sm_90 store_drain.cu -o store_drain && ./store_drain [REPS]
 // Prints CSV rows: load,n_stores,rep,blocks,followers,first_load_clk_median,first_load_clk_p90,

@@ -7,6 +7,5 @@ TAG=${1:-h200}; mkdir -p $OUT
 . "$(dirname "$0")/tools.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 build_run store_drain $TAG 5
-CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump)
-$CUOBJDUMP -sass $T/store_drain > $OUT/store_drain_${TAG}_sass.txt
+sass store_drain $TAG
 grep -E "LDG|STS|STG|CS2R" $OUT/store_drain_${TAG}_sass.txt | head -20

@@ -6,6 +6,5 @@ set -u
 TAG=${1:-h200}; mkdir -p $OUT
 . "$(dirname "$0")/tools.sh"
 build_run taken_branch $TAG
-CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump)
-$CUOBJDUMP -sass $T/taken_branch > $OUT/taken_branch_${TAG}_sass.txt
+sass taken_branch $TAG
 grep -cE "BRA" $OUT/taken_branch_${TAG}_sass.txt

@@ -13,6 +13,11 @@ build_run() {
   $T/$prog "$@" > $OUT/${prog}_$tag.csv || exit 1
   cat $OUT/${prog}_$tag.csv
 }
+# sass PROG TAG: the SASS of a program build_run built, into $OUT/PROG_TAG_sass.txt
+sass() {
+  local cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump)
+  $cuobjdump -sass "$T/$1" > "$OUT/${1}_$2_sass.txt"
+}
 # ncu_csv FILE NCU-ARGS... COMMAND...: ncu's raw page (clocks left alone) into FILE, its exit
 # status and the end of its log said, the scratch folder taken out of the names in FILE
 ncu_csv() {

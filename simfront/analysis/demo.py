@@ -180,13 +180,18 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
     return html_path, md_path
 
 
-def _preset(p: Path) -> str | None:
-    return _workload(p).get("preset")
+def _shape(workload: dict) -> str:
+    """A step's size as its manifest's workload config gives it."""
+    c = workload.get("config") or {}
+    if not all(k in c for k in ("n_layer", "d_model", "batch", "seqlen")):
+        return "size not recorded"
+    return f"{c['n_layer']} layers, d_model {c['d_model']}, {c['batch']} x {c['seqlen']} tokens"
 
 
 def _what_the_sets_are(sets: list[Path]) -> str:
     """The report's words on what the sets are, by the presets their manifests name."""
-    presets = {_preset(p) for p in sets}
+    work = {p.name: _workload(p) for p in sets}
+    presets = {w.get("preset") for w in work.values()}
     if presets == {"tiny"}:
         return ("Each is one whole training step (forward, backward, AdamW) captured on an "
                 "H100 by simfront's tracer at the workload's `tiny` preset (traces/, "
@@ -194,12 +199,13 @@ def _what_the_sets_are(sets: list[Path]) -> str:
                 "latency, so read the curves as the method at work; `simfront demo "
                 "--paper` runs the paper-size steps.")
     if presets == {"paper"}:
+        shapes = "; ".join(f"{name}: {_shape(w)}" for name, w in work.items())
         return ("Each is one whole training step (forward, backward, AdamW) captured on an "
-                "H100 by simfront's tracer at the workload's `paper` preset (2 layers, "
-                "d_model 768, 4 x 2048 tokens; manifest.json), its large grids "
-                "box-sampled: the sizes the question is asked at.")
+                f"H100 by simfront's tracer at the workload's `paper` preset ({shapes}; "
+                "manifest.json): the sizes the question is asked at.")
     return ("The sets' presets, as their manifests name them: "
-            + ", ".join(f"{p.name} {_preset(p) or 'none'}" for p in sets) + ".")
+            + ", ".join(f"{name} {w.get('preset') or 'none'}" for name, w in work.items())
+            + ".")
 
 
 def _add_hardware_correlation(rep, rec, sets: list[Path]) -> None:

@@ -202,8 +202,8 @@ class SmState(NamedTuple):
     landed, how many groups it committed, and each committed group's clock and reason in a
     ring of the last ``ASYNC_GROUPS``; per warp slot, its wait as last worked out (clock and
     reason) and the count of instructions its pipe's units on its sub-partition had taken
-    then, per sub-partition and pipe that count: the wait holds while ``wait_ok`` and the
-    count is unchanged, so a scheduler reads it back instead of working it out again; per
+    then, per sub-partition and pipe that count: the wait holds while it is kept (``lb``
+    not 0) and the count is unchanged, so a scheduler reads it back instead of working it out again; per
     sub-partition, whether none of its warps changed since its last look found none ready
     (``sp_clean``), and whether it held a live warp then; the steady-state sample
     (``_steady``): windows started, the clocks at the sample's first and latest window
@@ -249,7 +249,6 @@ class SmState(NamedTuple):
     wait_t: np.ndarray
     wait_r: np.ndarray
     wait_ver: np.ndarray
-    wait_ok: np.ndarray
     pipe_ver: np.ndarray
     sp_clean: np.ndarray
     sp_live: np.ndarray
@@ -308,7 +307,7 @@ def new_state(rows: SmRows, ops: OpTiming, cfg: SmConfig) -> SmState:
         grp_n=np.zeros(S, np.int64), grp_ready=np.zeros((S, ASYNC_GROUPS), np.int64),
         grp_cause=np.zeros((S, ASYNC_GROUPS), np.int8),
         wait_t=np.zeros(S, np.int64), wait_r=np.zeros(S, np.int64),
-        wait_ver=np.zeros(S, np.int64), wait_ok=np.zeros(S, np.bool_),
+        wait_ver=np.zeros(S, np.int64),
         pipe_ver=np.zeros((P, ops.pipe_units.shape[0]), np.int64),
         sp_clean=np.zeros(P, np.bool_), sp_live=np.zeros(P, np.bool_),
         steady_n=np.zeros(1, np.int64), steady_t=np.zeros(3, np.int64),
@@ -340,7 +339,6 @@ def _start_block(r, blk, t, rows, cfg, st):
         st.mem_out[s] = 0
         st.stores[s] = -st.stores[s]
         st.dep_ok[s] = False
-        st.wait_ok[s] = False
         st.async_out[s] = 0
         st.grp_open[s] = 0
         st.grp_n[s] = 0
@@ -574,7 +572,6 @@ def _issue(s, sp, u_best, now, rows, ops, cfg, st, out):
         out.row_wait[i] += now - prev
         out.last_issue[s] = now
     st.dep_ok[s] = False
-    st.wait_ok[s] = False
     st.lb[sp, s // cfg.sub_partitions] = 0
     ii = ops.initiation[o]
     st.pipe_free[sp, p, u_best] = now + ii
@@ -662,7 +659,6 @@ def _retire(s, k, now, next_block, finish, rows, cfg, st, out):
             if st.state[s2] == _BAR:
                 st.state[s2] = _RUN
                 st.wstart[s2] = now + cfg.lat_barrier
-                st.wait_ok[s2] = False
                 st.lb[s2 % P, s2 // P] = 0
                 st.sp_clean[s2 % P] = False
     started = False
@@ -684,7 +680,6 @@ def _keep_wait(s, sp, P, t, reason, st):
     st.wait_t[s] = t
     st.wait_r[s] = reason
     st.wait_ver[s] = st.pipe_ver[sp, st.dep_pipe[s]]
-    st.wait_ok[s] = True
     st.lb[sp, s // P] = t
 
 
@@ -703,17 +698,17 @@ def _due(sp, now, st):
 @numba.njit(cache=True, inline="always", _nrt=False)
 def _try_issue(s, sp, now, next_block, finish, rows, ops, cfg, st, out):
     """Warp slot ``s``'s wait worked out; it issues if due. Returns (next_block, finish,
-    issued, a block started)."""
+    issued)."""
     t, reason, u_best = _wait(s, sp, now, rows, ops, cfg, st)
     if t > now:
         _keep_wait(s, sp, cfg.sub_partitions, t, reason, st)
-        return next_block, finish, False, False
+        return next_block, finish, False
     k = ops.kind[rows.op[st.ptr[s]]]
     ready = _issue(s, sp, u_best, now, rows, ops, cfg, st, out)
     if ready > finish:
         finish = ready
-    next_block, finish, started = _retire(s, k, now, next_block, finish, rows, cfg, st, out)
-    return next_block, finish, True, started
+    next_block, finish, _ = _retire(s, k, now, next_block, finish, rows, cfg, st, out)
+    return next_block, finish, True
 
 
 @numba.njit(cache=True, inline="always", _nrt=False)
@@ -767,19 +762,15 @@ def _schedule(sp, now, next_block, finish, rows, ops, cfg, st, out):
         bit = np.int64(1) << (last // P)
         if due & bit:
             due &= ~bit
-            next_block, finish, issued, started = _try_issue(last, sp, now, next_block,
-                                                             finish, rows, ops, cfg, st, out)
-            issued_any = issued
+            next_block, finish, issued_any = _try_issue(last, sp, now, next_block, finish,
+                                                        rows, ops, cfg, st, out)
     for k in range(st.lb.shape[1]):
         if st.n_iss[sp] >= cfg.issue_width:
             break
         if not (due >> k) & 1:
             continue
-        s = sp + k * P
-        if s == st.last[sp]:
-            continue
-        next_block, finish, issued, started = _try_issue(s, sp, now, next_block, finish,
-                                                         rows, ops, cfg, st, out)
+        next_block, finish, issued = _try_issue(sp + k * P, sp, now, next_block, finish,
+                                                rows, ops, cfg, st, out)
         issued_any = issued_any or issued
     if issued_any:
         return next_block, finish, True, True
