@@ -758,18 +758,23 @@ def _schedule(sp, now, next_block, finish, rows, ops, cfg, st, out):
     st.best_r[sp] = R_IDLE
     due = _due(sp, now, st)
     last = st.last[sp]
-    if last >= 0:
-        bit = np.int64(1) << (last // P)
-        if due & bit:
-            due &= ~bit
-            next_block, finish, issued_any = _try_issue(last, sp, now, next_block, finish,
-                                                        rows, ops, cfg, st, out)
-    for k in range(st.lb.shape[1]):
-        if st.n_iss[sp] >= cfg.issue_width:
-            break
-        if not (due >> k) & 1:
-            continue
-        next_block, finish, issued = _try_issue(sp + k * P, sp, now, next_block, finish,
+    first = np.int64(-1)
+    if last >= 0 and (due >> (last // P)) & 1:
+        first = last
+        due &= ~(np.int64(1) << (last // P))
+    # one call site: numba compiles an inlined function's whole subtree anew at each site
+    for j in range(-1, st.lb.shape[1]):
+        if j < 0:
+            if first < 0:
+                continue
+            s = first
+        else:
+            if st.n_iss[sp] >= cfg.issue_width:
+                break
+            if not (due >> j) & 1:
+                continue
+            s = sp + j * P
+        next_block, finish, issued = _try_issue(s, sp, now, next_block, finish,
                                                 rows, ops, cfg, st, out)
         issued_any = issued_any or issued
     if issued_any:
