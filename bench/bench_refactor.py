@@ -25,8 +25,8 @@ Run:
   python bench/bench_refactor.py time
   python bench/bench_refactor.py compile   # numba's first compilation, an empty numba cache
   python bench/bench_refactor.py runs SET [GPU]   # issue-model runs of one configuration
-  python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare; updates
-                                                       # its section of bench/RESULTS.md
+  python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare, printed
+                                                       # (RESULTS' section is by hand)
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ import numpy as np
 
 from simfront.core.paths import REPO_ROOT
 
-SECTION = "## Model speed and the refactor (bench/bench_refactor.py)"
 TRACES = REPO_ROOT / "traces"
 #: GPU variants every set runs on: the default H100, and one whose L2, clocks, DRAM and
 #: front end differ (the trace pass and the issue loop both see a change)
@@ -335,16 +334,13 @@ def main(argv: list[str]) -> int:
 
 
 def _bench(baseline: Path | None, jobs: int) -> int:
-    from results_md import update_section  # bench/results_md.py, beside this script
-
     t = time_fresh()
     out = REPO_ROOT / "out" / "bench_refactor" / "dump.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     sets = trace_sets()
     h = dump(out, sets, list(VARIANTS), jobs)
     n = sum(1 for _ in open(out))
-    lines = [SECTION, "",
-             f"One configuration of `traces/{TIMED_SET}` ({t['records']} launches, H100) in a "
+    lines = [f"One configuration of `traces/{TIMED_SET}` ({t['records']} launches, H100) in a "
              f"fresh process with an empty model cache: {t['first_cpu_s']:.1f} CPU s "
              f"(imports {t['imports_cpu_s']:.1f} s apart); a second configuration (h100-tv8) "
              f"after it: {t['second_cpu_s']:.1f} CPU s; a third (h100-tv4) in a fresh process "
@@ -361,9 +357,8 @@ def _bench(baseline: Path | None, jobs: int) -> int:
         rc = 0 if same == total else 1
         for line in diffs:
             print("  " + line)
-    lines += ["", "`python bench/bench_refactor.py [--baseline DUMP]`"]
+    # bench/RESULTS.md's section on the model's speed is written by hand from this
     print("\n".join(lines))
-    update_section(SECTION, "\n".join(lines))
     return rc
 
 
