@@ -19,7 +19,7 @@ from simfront.sim.model.params import DEFAULT_PARAMS
 from simfront.traces.reader import TraceSet
 
 #: Bump when the model's numbers change for the same inputs.
-MODEL_VERSION = "model-1.27"
+MODEL_VERSION = "model-1.28"
 RESULT_NAME = "result.json"
 #: How a kernel's L2 starts (``job.options["l2"]``): empty, or as the previous kernel left it.
 L2_COLD, L2_WARM = "cold", "warm"
