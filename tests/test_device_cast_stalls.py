@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simfront.core.ncu import read_source_pages
+from simfront.core.ncu import read_ncu_csv, read_source_pages
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
 from simfront.sim.model.params import DEFAULT_PARAMS
@@ -59,11 +59,9 @@ def test_the_cast_does_not_wait_to_drain_its_stores(source):
 def _warp_life(csv) -> float:
     """A warp's clocks from its first issue to its last: instructions a warp times the
     mean clocks between two of a warp's issues (ncu's raw page of the same run)."""
-    raw = pd.read_csv(csv, skiprows=lambda i: i < 3 or i == 4, thousands=",")
-    r = raw.iloc[-1]
-    grid = int(str(r["Grid Size"]).strip("()").split(",")[0])
-    block = int(str(r["Block Size"]).strip("()").split(",")[0])
-    warps = grid * block // 32
+    r = read_ncu_csv(csv).iloc[-1]
+    dims = [int(v) for v in r["grid"].split(",") + r["block"].split(",")]
+    warps = int(np.prod(dims)) // 32
     return r["inst_executed"] / warps * r["smsp__average_warp_latency_per_inst_issued.ratio"]
 
 

@@ -5,7 +5,5 @@
 set -u
 TAG=${1:-h200}; mkdir -p $OUT
 . "$(dirname "$0")/tools.sh"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-build_run shared_ports $TAG 5
-sass shared_ports $TAG
+microbench shared_ports $TAG 5
 grep -cE "LDS.128|STS.128|LDGSTS" $OUT/shared_ports_${TAG}_sass.txt

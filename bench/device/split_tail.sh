@@ -5,7 +5,5 @@
 set -u
 TAG=${1:-h200}; mkdir -p $OUT
 . "$(dirname "$0")/tools.sh"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-build_run split_tail $TAG 5
-sass split_tail $TAG
+microbench split_tail $TAG 5
 grep -c "LDG" $OUT/split_tail_${TAG}_sass.txt

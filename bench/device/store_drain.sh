@@ -5,7 +5,5 @@
 set -u
 TAG=${1:-h200}; mkdir -p $OUT
 . "$(dirname "$0")/tools.sh"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-build_run store_drain $TAG 5
-sass store_drain $TAG
+microbench store_drain $TAG 5
 grep -E "LDG|STS|STG|CS2R" $OUT/store_drain_${TAG}_sass.txt | head -20

@@ -26,3 +26,11 @@ ncu_csv() {
   echo "ncu $(basename "$out") rc=$?"; tail -3 $T/ncu.err
   sed -i "s#$T/##g" "$out"
 }
+# microbench PROG TAG ARGS...: the GPU named, PROG built and run (build_run) and its SASS
+# dumped (sass): what a one-program device script does
+microbench() {
+  local prog=$1 tag=$2
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  build_run "$@"
+  sass $prog $tag
+}
