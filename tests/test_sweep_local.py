@@ -210,3 +210,37 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state != "Z"
+
+
+def _stop_while_committing(sweep_dir: str, job_id: str, spec) -> None:
+    """A worker told to stop (SIGTERM, as the driver's shutdown and scancel send) just as it
+    writes a finished run's result."""
+    from simfront.sweep import worker
+
+    real = worker.write_result
+
+    def stopped_mid_write(path, result):
+        os.kill(os.getpid(), signal.SIGTERM)
+        real(path, result)
+
+    worker.write_result = stopped_mid_write
+    worker.run_job(sweep_dir, job_id, 1, spec)
+    os._exit(0)  # not reached: the held SIGTERM lands once the result is written
+
+
+def test_a_stop_while_committing_lands_after_the_result_is_written(tmp_path):
+    log = tmp_path / "backend.log"
+    path = write_sweep(tmp_path, "commit", traces=kernel_workloads(n=1),
+                       options={"log": str(log)})
+    s = Sweep.open(path)
+    job = s.plan().jobs[0]
+    ctx = __import__("multiprocessing").get_context("fork")
+    p = ctx.Process(target=_stop_while_committing, args=(str(s.directory), job.job_id, job))
+    p.start()
+    p.join(60)
+    assert p.exitcode == -signal.SIGTERM  # it was stopped, and by that signal...
+    result = json.loads((s.directory / "jobs" / job.job_id / "result.json").read_text())
+    assert result["ok"] and result["attempt"] == 1  # ...after its result was committed
+    # so the next driver takes the result instead of running the job again
+    assert s.run(progress=False).counts["done"] == 1
+    _exactly_once(s, log)

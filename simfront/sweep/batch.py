@@ -248,10 +248,10 @@ class BatchExecutor(Executor):
         if ids:
             subprocess.run(self.cancel_command(ids), capture_output=True, text=True, timeout=60)
 
-    def shutdown(self, interrupted: bool) -> list[tuple[str, int]]:
+    def shutdown(self, interrupted: bool) -> tuple[list[Outcome], list[tuple[str, int]]]:
         # Submitted tasks keep running in the scheduler; the next `sweep run` adopts them and
         # `sweep cancel` stops them.
-        return []
+        return [], []
 
 
 def _outcome(t: _Task, r: dict[str, Any]) -> Outcome:

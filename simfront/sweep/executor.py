@@ -55,7 +55,8 @@ class Executor(abc.ABC):
     def cancel(self, refs: list[str]) -> None:
         """Stop attempts by ref (another process's driver may own them)."""
 
-    def shutdown(self, interrupted: bool) -> list[tuple[str, int]]:
-        """Stop. Returns attempts that were stopped unfinished (to give back to the queue)."""
-        return []
+    def shutdown(self, interrupted: bool) -> tuple[list[Outcome], list[tuple[str, int]]]:
+        """Stop. Returns (attempts that finished while stopping, attempts stopped unfinished,
+        to give back to the queue)."""
+        return [], []
 

@@ -25,6 +25,10 @@ from simfront.sweep.store import Claim, Outcome
 from simfront.sweep.worker import job_dir, read_json, read_result, run_job
 
 
+#: how long a stopped worker gets to finish committing a result before SIGKILL
+STOP_GRACE_S = 5.0
+
+
 def machine_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -81,7 +85,12 @@ class LocalExecutor(Executor):
 
     def _retire(self, slot: _Slot, kill: bool) -> None:
         if kill and slot.proc.is_alive():
-            _kill_group(slot.proc.pid)
+            # SIGTERM first: a worker committing a finished job's result holds it off until the
+            # result is written (worker._committing), so a stop cannot make that job run twice.
+            _signal_group(slot.proc.pid, signal.SIGTERM)
+            slot.proc.join(timeout=STOP_GRACE_S)
+            if slot.proc.is_alive():
+                _kill_group(slot.proc.pid)
         slot.proc.join(timeout=5)
         slot.conn.close()
         self._slots.remove(slot)
@@ -197,19 +206,25 @@ class LocalExecutor(Executor):
             if host == self._host and pid.isdigit():
                 _kill_group(int(pid))
 
-    def shutdown(self, interrupted: bool) -> list[tuple[str, int]]:
-        stopped = []
+    def shutdown(self, interrupted: bool) -> tuple[list[Outcome], list[tuple[str, int]]]:
+        finished, stopped = [], []
         for s in list(self._slots):
             if s.claim is not None:
-                stopped.append((s.claim.job_id, s.claim.attempt))
+                c = s.claim
                 self._retire(s, kill=True)
+                # it may have committed its result since the last poll
+                r, _ = read_result(job_dir(self.sweep_dir, c.job_id) / "result.json")
+                if r is not None and r.get("ok") and r.get("attempt") == c.attempt:
+                    finished.append(_outcome(c, r))
+                else:
+                    stopped.append((c.job_id, c.attempt))
             else:
                 try:
                     s.conn.send(None)
                 except OSError:
                     pass
                 self._retire(s, kill=False)
-        return stopped
+        return finished, stopped
 
 
 def _outcome(c: Claim, out: dict[str, Any]) -> Outcome:
@@ -245,11 +260,15 @@ def _describe_exit(code: int | None) -> str:
 
 
 def _kill_group(pid: int) -> None:
+    _signal_group(pid, signal.SIGKILL)
+
+
+def _signal_group(pid: int, sig: int) -> None:
     try:
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
 

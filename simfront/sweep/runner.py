@@ -364,7 +364,9 @@ def drive(store: JobStore, ex: Executor, progress: bool = True, wait: bool = Tru
                 _apply(store, *ex.poll(0.0), bar, summary)
         finally:
             summary.interrupted = stop.set
-            stopped = ex.shutdown(interrupted=stop.set)
+            finished, stopped = ex.shutdown(interrupted=stop.set)
+            if finished:
+                store.finish(finished)
             if stopped:
                 store.release(stopped, "interrupted: the driver stopped")
             bar.close()

@@ -21,11 +21,14 @@ import fcntl
 import hashlib
 import json
 import os
+import signal
 import socket
 import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -158,13 +161,31 @@ def run_job(sweep_dir: str | Path, job_id: str, attempt: int,
         if spec.backend == "model":
             _trim_model_cache()
         result = _execute(spec, d)
-        finished = time.time()
-        _log_run(Path(sweep_dir), job_id, attempt, host, pid, started, finished, result["ok"])
-        result.update(job_id=job_id, attempt=attempt, host=host, pid=pid, started_at=started,
-                      finished_at=finished, wall_s=finished - started,
-                      exit_code=0 if result["ok"] else 1)
-        write_result(d / "result.json", result)
+        with _committing():
+            finished = time.time()
+            _log_run(Path(sweep_dir), job_id, attempt, host, pid, started, finished,
+                     result["ok"])
+            result.update(job_id=job_id, attempt=attempt, host=host, pid=pid,
+                          started_at=started, finished_at=finished, wall_s=finished - started,
+                          exit_code=0 if result["ok"] else 1)
+            write_result(d / "result.json", result)
         return _summary(result, reused=False)
+
+
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+
+
+@contextmanager
+def _committing() -> Iterator[None]:
+    """Hold off stop signals (a driver's shutdown, `scancel`, a terminal) from a run's end to
+    its result file: a stop in between would leave a run in runs.log, its side effects done,
+    and no result, so the job would run again. Held signals land as soon as the file is
+    written; SIGKILL cannot be held, and the local driver sends it only after a grace."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _trim_model_cache() -> None:
