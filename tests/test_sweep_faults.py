@@ -234,6 +234,35 @@ def test_an_edited_stored_trace_makes_its_jobs_stale(tmp_path):
     assert "(0 new)" in r.stdout and "started 0 attempts" in r.stdout
 
 
+def test_planning_reads_a_registered_set_by_its_stored_bytes(tmp_path, monkeypatch):
+    """Planning checks a shipped set by its files' stored hashes (no decompression); a file
+    recompressed at another level is hashed by its text, and keeps its jobs' ids."""
+    from simfront.sweep import inputs
+    from simfront.traces import store
+
+    sel = tmp_path / "sets" / "sel"
+    shutil.copytree(REPO_ROOT / "traces" / "mamba1_selective_scan", sel)
+    manifest = read_manifest(sel)
+    assert all(k.get("stored_sha256") for k in manifest["kernels"])
+    texts = []
+    real = store.kernel_text_hash
+    monkeypatch.setattr(store, "kernel_text_hash", lambda f: texts.append(f) or real(f))
+    before = inputs.trace_info(sel, tmp_path / "a")
+    assert texts == [] and before.edited == ()
+
+    k = sel / "kernel-35636.traceg.xz"
+    k.write_bytes(lzma.compress(lzma.decompress(k.read_bytes()), preset=1))
+    inputs._TRACE_CACHE.clear()
+    after = inputs.trace_info(sel, tmp_path / "b")
+    assert texts == [k] and after.edited == () and after.content_hash == before.content_hash
+
+    _edit_header(k)
+    inputs._TRACE_CACHE.clear()
+    edited = inputs.trace_info(sel, tmp_path / "c")
+    assert [f for f, _ in edited.edited] == [k.name]
+    assert edited.content_hash != before.content_hash
+
+
 def test_an_edited_gpu_file_makes_its_jobs_stale(tmp_path):
     gpu = tmp_path / "mygpu.yaml"
     shutil.copyfile(REPO_ROOT / "gpu_configs" / "h100.yaml", gpu)

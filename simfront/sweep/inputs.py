@@ -128,7 +128,9 @@ def _manifest(path: Path) -> dict[str, Any] | None:
 def _edited_files(path: Path, manifest: dict[str, Any],
                   cache_dir: Path | None) -> dict[str, str]:
     """Files of a registered set whose content is not what its manifest says: kernel traces
-    whose text hash differs (or that are gone), and a kernelslist.g that lists other files."""
+    whose text hash differs (or that are gone), and a kernelslist.g that lists other files.
+    A file whose stored bytes hash to the manifest's ``stored_sha256`` is unchanged; one
+    without it, or recompressed, has its decompressed text hashed."""
     from simfront.traces.kernelslist import KernelRef, parse_kernelslist
     from simfront.traces.store import kernel_text_hash
 
@@ -155,6 +157,9 @@ def _edited_files(path: Path, manifest: dict[str, Any],
         entry = known.get(k["file"])
         if isinstance(entry, list) and entry[:3] == stamp and len(entry) == 4:
             digest = entry[3]
+        elif k.get("stored_sha256") and sha256_file(f) == k["stored_sha256"]:
+            # the very bytes registered, so the very text: no need to decompress it
+            digest = k.get("sha256")
         else:
             try:
                 digest = kernel_text_hash(f)[0]

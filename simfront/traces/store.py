@@ -39,6 +39,7 @@ import yaml
 from simfront import __version__
 from simfront.core.errors import InputError, TraceFormatError
 from simfront.core.paths import repo_dir
+from simfront.core.provenance import sha256_file
 from simfront.traces.multiplicity import count_of, read_multiplicity
 from simfront.traces.reader import KernelTrace, TraceSet, open_trace_file
 from simfront.traces.validate import validate_set
@@ -79,7 +80,8 @@ def _kernel_entry(kernel: KernelTrace) -> dict[str, Any]:
     return {"file": kernel.path.name, "kernel_id": hdr.kernel_id, "name": hdr.name,
             "grid": list(hdr.grid), "block": list(hdr.block), "nregs": hdr.nregs,
             "shmem": hdr.shmem, "binary_version": hdr.binary_version,
-            "sha256": digest, "text_bytes": size, "stored_bytes": kernel.path.stat().st_size}
+            "sha256": digest, "text_bytes": size, "stored_bytes": kernel.path.stat().st_size,
+            "stored_sha256": sha256_file(kernel.path)}
 
 
 def read_manifest(set_dir: str | Path) -> dict[str, Any]:
