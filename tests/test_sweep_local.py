@@ -244,3 +244,28 @@ def test_a_stop_while_committing_lands_after_the_result_is_written(tmp_path):
     # so the next driver takes the result instead of running the job again
     assert s.run(progress=False).counts["done"] == 1
     _exactly_once(s, log)
+
+
+def test_a_result_committed_while_the_driver_stops_counts_as_done(tmp_path):
+    """A worker that committed its job's result after the driver's last look: stopping
+    records that job done instead of giving it back to the queue (so it is not run again)."""
+    from simfront.sweep.registry import make_executor
+
+    log = tmp_path / "backend.log"
+    path = write_sweep(tmp_path, "late", traces=kernel_workloads(n=1),
+                       options={"log": str(log)}, executor={"workers": 1})
+    s = Sweep.open(path)
+    s.sync()
+    ex = make_executor("local", s.directory, s.store, s.spec.executor, s.spec.resources,
+                       s.spec.name)
+    claims = s.store.claim(1, ex.name)
+    ex.start(claims)
+    job = claims[0].job_id
+    result = s.directory / "jobs" / job / "result.json"
+    _wait_for(lambda: result.exists())
+    finished, stopped = ex.shutdown(interrupted=True)  # not polled: its answer is unread
+    assert [o.job_id for o in finished] == [job] and finished[0].ok and stopped == []
+    s.store.finish(finished)
+    assert s.store.counts()["done"] == 1
+    assert Sweep.open(path).run(progress=False).started == 0
+    _exactly_once(s, log)
