@@ -223,7 +223,9 @@ def narrowed(cols: dict, types: dict | None = None) -> dict:
     (numba then compiles the issue model for that one too)."""
     out = {}
     for name, a in cols.items():
-        if a.dtype.kind == "i" and a.size:
+        if types and name in types and a.dtype == types[name]:
+            pass  # already in its type
+        elif a.dtype.kind == "i" and a.size:
             lo, hi = int(a.min()), int(a.max())
             fit = ((types[name],) if types and name in types
                    else (np.int8, np.int16, np.int32))
@@ -714,7 +716,10 @@ class _TracePass:
             traced_share = (traced_instructions / n_blocks_trace) / (census / self.B)
         return Prepared(self.ln, self.occ, self.S, self.active, n_blocks_trace, self.n_instr,
                         self.n_thread, self.pipe_counts, self.flops, self.totals, self.table,
-                        cols, warp_off, n_timed_blocks, wall_s, cache_key(self.gpu),
+                        # in the issue model's row types already: narrowed once, here,
+                        # not again for every run of every configuration
+                        narrowed(cols, ROW_TYPES), warp_off, n_timed_blocks, wall_s,
+                        cache_key(self.gpu),
                         sample_scale=scale, work_scale=work_scale,
                         persistent=self.persistent, schedule=schedule,
                         warm_l2=self.carried is not None, repeat_from=repeat_from,
