@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -234,7 +235,7 @@ def test_a_stop_while_committing_lands_after_the_result_is_written(tmp_path):
                        options={"log": str(log)})
     s = Sweep.open(path)
     job = s.plan().jobs[0]
-    ctx = __import__("multiprocessing").get_context("fork")
+    ctx = multiprocessing.get_context("fork")
     p = ctx.Process(target=_stop_while_committing, args=(str(s.directory), job.job_id, job))
     p.start()
     p.join(60)

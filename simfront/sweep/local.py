@@ -193,9 +193,9 @@ class LocalExecutor(Executor):
                         host=self._host, started_at=started, finished_at=time.time()))
                 continue
             del self._external[job_id]
-            r, _ = read_result(job_dir(self.sweep_dir, job_id) / "result.json")
-            if r is not None and (r.get("ok") or r.get("attempt") == attempt):
-                outcomes.append(_outcome(Claim(job_id, attempt, None), r))  # type: ignore[arg-type]
+            done = _committed(self.sweep_dir, job_id, attempt)
+            if done is not None:
+                outcomes.append(done)
             else:
                 lost.append((job_id, attempt))
         return outcomes, lost
@@ -213,9 +213,9 @@ class LocalExecutor(Executor):
                 c = s.claim
                 self._retire(s, kill=True)
                 # it may have committed its result since the last poll
-                r, _ = read_result(job_dir(self.sweep_dir, c.job_id) / "result.json")
-                if r is not None and r.get("ok") and r.get("attempt") == c.attempt:
-                    finished.append(_outcome(c, r))
+                done = _committed(self.sweep_dir, c.job_id, c.attempt)
+                if done is not None:
+                    finished.append(done)
                 else:
                     stopped.append((c.job_id, c.attempt))
             else:
@@ -232,6 +232,15 @@ def _outcome(c: Claim, out: dict[str, Any]) -> Outcome:
                    reason=out.get("reason"), host=out.get("host"),
                    started_at=out.get("started_at"), finished_at=out.get("finished_at"),
                    wall_s=out.get("wall_s"))
+
+
+def _committed(sweep_dir: Path, job_id: str, attempt: int) -> Outcome | None:
+    """The outcome a job's result file holds for this attempt (or an ok one of any
+    attempt), else None: the attempt ended without a result."""
+    r, _ = read_result(job_dir(sweep_dir, job_id) / "result.json")
+    if r is not None and (r.get("ok") or r.get("attempt") == attempt):
+        return _outcome(Claim(job_id, attempt, None), r)  # type: ignore[arg-type]
+    return None
 
 
 def _probe(sweep_dir: Path, job_id: str) -> str:
