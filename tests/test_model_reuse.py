@@ -24,7 +24,9 @@ def preps():
 
 
 @pytest.fixture
-def count_runs(monkeypatch):
+def count_runs(monkeypatch, tmp_path):
+    """Issue-model runs made, from empty memory and an empty model cache on disk."""
+    monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path))
     runs = [0]
     inner = S.run_sm
 
@@ -74,3 +76,70 @@ def test_latencies_land_on_the_grid():
         assert g / S.LATENCY_STEP == pytest.approx(round(g / S.LATENCY_STEP))
     assert S._significant(0.012345) == pytest.approx(0.0123)
     assert S._significant(81.87) == pytest.approx(81.9)
+
+
+@pytest.fixture
+def disk(tmp_path, monkeypatch):
+    """A model cache of the test's own, and the process's memory of row sets emptied: what
+    a second process would find."""
+    monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path))
+    monkeypatch.delenv(reuse.DISK_CACHE_ENV, raising=False)
+    return tmp_path / "runs"
+
+
+def _same(a, b):
+    assert a.t_sm == b.t_sm
+    for name in ("stall", "pipe_busy", "issued_pipe"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.warp_cycles == b.warp_cycles
+
+
+def test_another_process_reads_the_runs_from_disk(preps, count_runs, disk):
+    gpu, (a, _) = preps
+    first = S.time_prepared(a, gpu)
+    made = count_runs[0]
+    assert made >= 3 and len(list(disk.glob("*.runs"))) == 1
+    reuse._row_sets.clear()  # a new process: nothing in memory
+    second = S.time_prepared(a, gpu)
+    assert count_runs[0] == made
+    _same(second, first)
+    # another question on the same rows (the H100 with half its vector pipes) is run
+    S.time_prepared(a, load_gpu("h100-vechalf"))
+    assert count_runs[0] > made
+
+
+def test_a_torn_record_costs_a_run_not_a_wrong_answer(preps, count_runs, disk):
+    gpu, (a, _) = preps
+    first = S.time_prepared(a, gpu)
+    made = count_runs[0]
+    (path,) = disk.glob("*.runs")
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) - 7])  # the last record cut short, as by a crash
+    reuse._row_sets.clear()
+    again = S.time_prepared(a, gpu)
+    assert count_runs[0] == made + 1  # only the torn record's run is made again
+    _same(again, first)
+    # a record whose bytes changed is not read, nor anything after it
+    path.write_bytes(whole[:40] + bytes([whole[40] ^ 0xFF]) + whole[41:])
+    reuse._row_sets.clear()
+    again = S.time_prepared(a, gpu)
+    assert count_runs[0] == 2 * made + 1
+    _same(again, first)
+
+
+def test_runs_of_other_model_code_are_not_read(preps, count_runs, disk, monkeypatch):
+    gpu, (a, _) = preps
+    S.time_prepared(a, gpu)
+    made = count_runs[0]
+    monkeypatch.setattr(reuse, "_source_hash", "another version of the model")
+    reuse._row_sets.clear()
+    S.time_prepared(a, gpu)
+    assert count_runs[0] == 2 * made
+    assert len(list(disk.glob("*.runs"))) == 2
+
+
+def test_no_disk_cache_keeps_runs_in_memory(preps, count_runs, disk, monkeypatch):
+    gpu, (a, _) = preps
+    monkeypatch.setenv(reuse.DISK_CACHE_ENV, "off")
+    S.time_prepared(a, gpu)
+    assert not disk.exists()

@@ -189,14 +189,17 @@ def _committing() -> Iterator[None]:
 
 
 def _trim_model_cache() -> None:
-    """The model's prepared kernels and the decoded traces on disk each held under
-    ``SIMFRONT_CACHE_MAX_GB`` before each model job (so the cache exceeds it by one job's
-    at most): a many-configuration sweep otherwise fills the disk its results go to. Before, not after: nothing may come between
-    a backend's work and its result being written, where a stop would make it run twice."""
+    """The model's prepared kernels and issue-model runs, and the decoded traces, on disk
+    each held under ``SIMFRONT_CACHE_MAX_GB`` before each model job (so the cache exceeds
+    it by one job's at most): a many-configuration sweep otherwise fills the disk its
+    results go to. Before, not after: nothing may come between a backend's work and its
+    result being written, where a stop would make it run twice."""
     from simfront.sim.model.api import prepared_cache_dir
+    from simfront.sim.model.reuse import runs_dir
     from simfront.traces import decoded
 
-    for where, pattern in ((prepared_cache_dir(), "*.pkl"), (decoded.cache_dir(), "*.chunks")):
+    for where, pattern in ((prepared_cache_dir(), "*.pkl"), (decoded.cache_dir(), "*.chunks"),
+                           (runs_dir(), "*.runs")):
         if where is not None:
             trim(where, max_bytes(), pattern)
 

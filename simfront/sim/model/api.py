@@ -16,11 +16,11 @@ from simfront.sim.model.clock import at_clock, bounded_clock, known_clock, run_c
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.sim.model.decode import PIPE_INDEX
+from simfront.sim.model.reuse import model_code_hash, rows_digest
 from simfront.sim.model.simulate import (cache_key, narrowed, op_timing, prepare_kernel,
                                         time_prepared)
 from simfront.core.paths import cache_root
 from simfront.core.provenance import sha256_file
-from simfront.traces import reader
 
 #: Prepared kernels (the trace pass) kept in memory, so that a sweep over parameters that
 #: leave the caches and SM count alone (tensor:vector ratio, clock, DRAM bandwidth) reads
@@ -45,27 +45,10 @@ def prepared_cache_dir() -> Path | None:
     return cache_root() / "prepared"
 
 
-_source_hash: str | None = None
-
-
-def _code_hash() -> str:
-    """The trace pass's code (the model and the trace reader): a change to either makes
-    every prepared kernel on disk stale."""
-    global _source_hash
-    if _source_hash is None:
-
-        h = hashlib.sha256()
-        for d in (Path(__file__).parent, Path(reader.__file__).parent):
-            for p in sorted(d.glob("*.py")):
-                h.update(p.name.encode() + b"\0" + p.read_bytes())
-        _source_hash = h.hexdigest()
-    return _source_hash
-
-
 def _disk_key(kernel, gpu, launch, params) -> str:
 
     h = hashlib.sha256()
-    for part in (_code_hash(), sha256_file(kernel.path), repr(cache_key(gpu)),
+    for part in (model_code_hash(), sha256_file(kernel.path), repr(cache_key(gpu)),
                  repr(sorted((launch or {}).items())), repr(params)):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
@@ -100,12 +83,16 @@ def _to_disk(path: Path, prep) -> bool:
     if sum(a.nbytes for a in cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
         return False
     dtypes = {k: a.dtype for k, a in prep.cols.items()}
+    if not prep.rows_digest:
+        prep.rows_digest = rows_digest(prep.cols, prep.warp_off, prep.repeat_from,
+                                       prep.timed_blocks)
+    stored = dataclasses.replace(prep, cols=cols)
+    stored.rows_digest = prep.rows_digest  # of the rows as read back (_widened)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with open(tmp, "wb") as f:
-            pickle.dump((dataclasses.replace(prep, cols=cols), dtypes), f,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((stored, dtypes), f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
         return False  # a cache that cannot be written only costs time

@@ -49,11 +49,18 @@ class _Timed:
         for k, v in cols.items():
             self.parts.setdefault(k, []).append(v)
 
-    def get(self, name: str, dtype, shape_tail=()) -> np.ndarray:
+    def get(self, name: str, dtype, shape_tail=(), narrow=None) -> np.ndarray:
+        """A column in ``dtype``, or in the integer type ``narrow`` where its values fit
+        (what ``narrowed`` would make of it, without the wide copy first)."""
         p = self.parts.get(name)
         if not p:
             return np.zeros((0, *shape_tail), dtype)
-        return np.ascontiguousarray(np.concatenate(p).astype(dtype, copy=False))
+        a = np.concatenate(p)
+        if narrow is not None and a.size and a.dtype.kind in "iu":
+            info = np.iinfo(narrow)
+            if info.min <= int(a.min()) and int(a.max()) <= info.max:
+                dtype = narrow
+        return np.ascontiguousarray(a.astype(dtype, copy=False))
 
 
 @dataclass
@@ -278,6 +285,10 @@ class Prepared:
     traced_work_share: float = 1.0
     #: steps of a split reduction's finishing walk that no traced block shows (``finish``)
     finish_walk_steps: int = 0
+    #: ``reuse.rows_digest`` of the rows, where worked out (kept on disk with them, so a
+    #: sweep's other configurations need not hash them again); not an argument, so a
+    #: copy with other rows (``dataclasses.replace``) starts without one
+    rows_digest: str = field(default="", init=False, repr=False, compare=False)
 
     def sm0_rows(self) -> tuple[dict, np.ndarray, np.ndarray]:
         """SM 0's rows and, for each warp of its ``timed_blocks`` blocks (block b's warp w
@@ -612,7 +623,15 @@ class _TracePass:
         W = self.W
         tb_t = self.timed.get("tb", np.int64)
         warp_t = self.timed.get("warp", np.int64)
-        order = np.argsort(tb_t * W + warp_t, kind="stable")
+        key = tb_t * W + warp_t
+        # a trace lists a block's warps one after another, blocks in order: sorting and
+        # gathering every column again is then a copy (1.5 CPU s of a paper-step pass)
+        order = None if key.size < 2 or (key[1:] >= key[:-1]).all() \
+            else np.argsort(key, kind="stable")
+
+        def in_order(a: np.ndarray) -> np.ndarray:
+            return a if order is None else np.ascontiguousarray(a[order])
+
         cols = {}
         for name, dt, tail in (("op", np.int32, ()), ("pc", np.int64, ()),
                                ("ndst", np.int64, ()), ("dst", np.int64, (MAX_DST,)),
@@ -622,24 +641,24 @@ class _TracePass:
                                ("dram", np.int64, ()), ("waves", np.int64, ()),
                                ("slots", np.int64, ()), ("imm", np.int64, ()),
                                ("guard", np.bool_, ())):
-            cols[name] = np.ascontiguousarray(self.timed.get(name, dt, tail)[order])
+            cols[name] = in_order(self.timed.get(name, dt, tail, ROW_TYPES.get(name)))
         if shared is not None and shared.any:
             # SM 0's rows fetch shared lines from DRAM as often as the grid's blocks do; a
             # row left with none waits like an L2 hit if the line's first reader ran a wave
             # before (within a wave it waits for that reader's fetch, as the trace pass has
             # it; so do the readers of a strided row's sector, a column apart)
-            rline = self.timed.get("rline", np.int64)[order]
+            rline = in_order(self.timed.get("rline", np.int64))
             had = cols["dram"] > 0
             cols["dram"] = sharing.diffuse(
-                cols["dram"], shared.factors(rline, self.timed.get("rsector", np.int64)[order],
-                                             self.timed.get("rstride", np.int64)[order]),
+                cols["dram"], shared.factors(rline, in_order(self.timed.get("rsector", np.int64)),
+                                             in_order(self.timed.get("rstride", np.int64))),
                 cols["l2"])
             earlier_wave = (shared.grid.nearest_sharer(rline) >= self.wave_blocks
                             if shared.grid is not None else np.zeros(rline.shape, np.bool_))
             cols["level"] = np.where(had & (cols["dram"] == 0) & (cols["level"] == 2)
                                      & earlier_wave, 1,
                                      np.where(cols["dram"] > 0, 2, cols["level"]))
-        key = (tb_t * W + warp_t)[order]
+        key = in_order(key)
         n_timed_blocks = int(tb_t.max()) + 1 if tb_t.size else 0
         warp_off = np.searchsorted(key, np.arange(n_timed_blocks * W + 1)).astype(np.int64)
         return cols, warp_off, n_timed_blocks
@@ -920,8 +939,10 @@ class _Issuer:
 
     def __call__(self, lat_dram: float) -> reuse.IssueRun:
         at = self.cfg._replace(lat_dram=on_grid(lat_dram))
-        key = (self.ops_key, at)
+        key = reuse.question_key(self.ops_key, at)
         run = self.rows_seen.runs.get(key)
+        if run is None and at.n_blocks:
+            run = reuse.stored_run(self.rows_seen, key)
         if run is None:
             P = at.sub_partitions
             out = new_counters(P)
@@ -930,6 +951,8 @@ class _Issuer:
                 rows = self._rows()
                 t = int(run_sm(rows, self.ops, at, new_state(rows, self.ops, at), out))
             run = self.rows_seen.runs[key] = reuse.IssueRun(t, *out[:4])
+            if at.n_blocks:
+                reuse.store_run(self.rows_seen, key, run)
         return run.copy()
 
 
