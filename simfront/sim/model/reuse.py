@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simfront.core.paths import cache_root
+from simfront.traces import reader
 
 #: Row sets remembered (least recently used dropped): a model's distinct kernels, with room,
 #: and at most this many bytes of rows held only here (the prepared kernels they belong to
@@ -144,8 +145,6 @@ def model_code_hash() -> str:
     holds of them (prepared kernels, issue-model runs) stale."""
     global _source_hash
     if _source_hash is None:
-        from simfront.traces import reader
-
         h = hashlib.sha256()
         for d in (Path(__file__).parent, Path(reader.__file__).parent):
             for p in sorted(d.glob("*.py")):
