@@ -1,5 +1,6 @@
-"""The model's disk caches (prepared kernels, decoded traces) stay under their limit: the least recently written files go first,
-and a sweep's worker trims it before every model job."""
+"""The model's disk caches (prepared kernels, issue-model runs, decoded traces) stay under
+their limit: the least recently written files go first, and a sweep's worker trims them
+before every model job."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def test_a_sweep_job_leaves_the_prepared_cache_under_its_limit(tmp_path, monkeyp
     monkeypatch.setenv("SIMFRONT_CACHE_MAX_GB", str(3000 / (1 << 30)))
     old = _fill(cache / "prepared", [2000, 2000, 2000])
     chunks = _fill(cache / "decoded", [2000, 2000, 2000], ".chunks")
+    runs = _fill(cache / "runs", [2000, 2000, 2000], ".runs")
     s = Sweep.open(write_sweep(tmp_path, "trim", backends="model"))
     s.run(progress=False)
     # trimmed before the job: the two oldest went, the job's own kernels were written after
@@ -55,3 +57,6 @@ def test_a_sweep_job_leaves_the_prepared_cache_under_its_limit(tmp_path, monkeyp
     # the decoded traces' folder too, under the same limit of its own
     assert [p.exists() for p in chunks] == [False, False, True]
     assert len(list((cache / "decoded").glob("*.chunks"))) > 1
+    # and the issue-model runs'
+    assert [p.exists() for p in runs] == [False, False, True]
+    assert len(list((cache / "runs").glob("*.runs"))) > 1

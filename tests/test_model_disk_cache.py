@@ -7,7 +7,7 @@ import numpy as np
 
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
-from simfront.sim.model import api
+from simfront.sim.model import api, reuse
 from simfront.sim.model.issue import ROW_TYPES
 from simfront.sim.model.simulate import narrowed
 from simfront.traces.reader import KernelTrace
@@ -23,7 +23,7 @@ def _fresh_process_memory(monkeypatch):
 
 def test_a_kernel_read_back_from_disk_times_to_the_same_record(tmp_path, monkeypatch):
     monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path))
-    monkeypatch.delenv(api.DISK_CACHE_ENV, raising=False)
+    monkeypatch.delenv(reuse.DISK_CACHE_ENV, raising=False)
     _fresh_process_memory(monkeypatch)
     gpu = load_gpu("h100")
     first = api.simulate_kernel(KernelTrace(KERNEL), gpu)
@@ -41,7 +41,7 @@ def test_a_kernel_read_back_from_disk_times_to_the_same_record(tmp_path, monkeyp
 
 
 def test_columns_are_stored_narrow_and_read_back_exactly(tmp_path, monkeypatch):
-    monkeypatch.delenv(api.DISK_CACHE_ENV, raising=False)
+    monkeypatch.delenv(reuse.DISK_CACHE_ENV, raising=False)
     monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path))
     _fresh_process_memory(monkeypatch)
     prep = api._prepared_kernel(KernelTrace(KERNEL), load_gpu("h100"), None,

@@ -16,10 +16,9 @@ from simfront.sim.model.clock import at_clock, bounded_clock, known_clock, run_c
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.sim.model.decode import PIPE_INDEX
-from simfront.sim.model.reuse import model_code_hash, rows_digest
+from simfront.sim.model.reuse import model_code_hash, model_disk_dir, rows_digest
 from simfront.sim.model.simulate import (cache_key, narrowed, op_timing, prepare_kernel,
                                         time_prepared)
-from simfront.core.paths import cache_root
 from simfront.core.provenance import sha256_file
 
 #: Prepared kernels (the trace pass) kept in memory, so that a sweep over parameters that
@@ -33,16 +32,10 @@ _prepared: OrderedDict = OrderedDict()
 #: are dropped last (a set's largest kernels otherwise fall out of memory before the next
 #: configuration comes back to them).
 _unsaved: set = set()
-#: ``SIMFRONT_MODEL_CACHE=off`` keeps prepared kernels in memory only.
-DISK_CACHE_ENV = "SIMFRONT_MODEL_CACHE"
-
-
 def prepared_cache_dir() -> Path | None:
     """Where prepared kernels are kept between processes: ``$SIMFRONT_CACHE/prepared``
     (default ``~/.cache/simfront/prepared``); None when ``SIMFRONT_MODEL_CACHE`` is off."""
-    if os.environ.get(DISK_CACHE_ENV, "").lower() in ("off", "0", "no", "false"):
-        return None
-    return cache_root() / "prepared"
+    return model_disk_dir("prepared")
 
 
 def _disk_key(kernel, gpu, launch, params) -> str:

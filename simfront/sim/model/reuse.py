@@ -42,7 +42,7 @@ MAX_ROW_SETS = 64
 MAX_ROW_BYTES = 2 << 30
 #: Rows of each column the fingerprint samples, evenly spread.
 SAMPLES = 257
-#: ``SIMFRONT_MODEL_CACHE=off`` keeps runs (and prepared kernels) in memory only.
+#: ``SIMFRONT_MODEL_CACHE=off`` keeps runs and prepared kernels in memory only.
 DISK_CACHE_ENV = "SIMFRONT_MODEL_CACHE"
 #: A record on disk: its payload's length and the payload's blake2b-128, then the payload
 #: (a pickled (question, run) pair).
@@ -156,12 +156,17 @@ def model_code_hash() -> str:
 _source_hash: str | None = None
 
 
-def runs_dir() -> Path | None:
-    """Where issue-model runs are kept between processes: ``$SIMFRONT_CACHE/runs``;
+def model_disk_dir(name: str) -> Path | None:
+    """``$SIMFRONT_CACHE/<name>``, where the model keeps what it made for later processes;
     None when ``SIMFRONT_MODEL_CACHE`` is off."""
     if os.environ.get(DISK_CACHE_ENV, "").lower() in ("off", "0", "no", "false"):
         return None
-    return cache_root() / "runs"
+    return cache_root() / name
+
+
+def runs_dir() -> Path | None:
+    """Where issue-model runs are kept between processes: ``$SIMFRONT_CACHE/runs``."""
+    return model_disk_dir("runs")
 
 
 def rows_digest(cols: dict, warp_off: np.ndarray, repeat_from: int,
