@@ -16,7 +16,7 @@ from simfront.sim.model.clock import at_clock, bounded_clock, known_clock, run_c
 from simfront.sim.model.combine import combine
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
 from simfront.sim.model.decode import PIPE_INDEX
-from simfront.sim.model.reuse import model_code_hash, model_disk_dir, rows_digest
+from simfront.sim.model.reuse import digest_of, model_code_hash, model_disk_dir
 from simfront.sim.model.simulate import (cache_key, narrowed, op_timing, prepare_kernel,
                                         time_prepared)
 from simfront.core.provenance import sha256_file
@@ -76,11 +76,8 @@ def _to_disk(path: Path, prep) -> bool:
     if sum(a.nbytes for a in cols.values()) + prep.warp_off.nbytes > MAX_DISK_BYTES:
         return False
     dtypes = {k: a.dtype for k, a in prep.cols.items()}
-    if not prep.rows_digest:
-        prep.rows_digest = rows_digest(prep.cols, prep.warp_off, prep.repeat_from,
-                                       prep.timed_blocks)
     stored = dataclasses.replace(prep, cols=cols)
-    stored.rows_digest = prep.rows_digest  # of the rows as read back (_widened)
+    stored.rows_digest = digest_of(prep)  # of the rows as read back (_widened)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -7,14 +7,15 @@ rows do not hold (the cache results they do hold come out the same), and a kerne
 latency search and its run at its own clock can land on a configuration already run. About
 half of one configuration's runs of ``traces/mamba2_lm-paper-box`` are such repeats.
 
-Rows are matched by content: a cheap fingerprint finds the candidates, and every column is
-compared in full before a run is reused, so a reused run is the run the rows would give.
+Rows are matched by a hash of their content (``rows_digest``: every column's type, shape
+and bytes), worked out once per prepared kernel and kept with it on disk, so a reused run
+is the run the rows would give and the rows themselves need not be held here.
 
 Runs are also kept on disk (``runs_dir``), a file per row set named by a hash of its rows
 and of the model's code, so that another process asking the same question reads the
 answer: a sweep's L2 sizes leave many kernels' rows, and so their runs, as they were (the
-paper step at 50-100 MiB against 25 MiB: a third of the issue loop's time, bench/RESULTS.md,
-*Model speed and the refactor*). Each file is a log of framed records, appended with one
+paper step on 132 SMs at 50, 75, 100 MiB after 25 MiB: 241, 179, 136 runs where each made
+about 430; bench/RESULTS.md, *Model speed and the refactor*). Each file is a log of framed records, appended with one
 write each; a reader takes the records whose checksums hold and reads on from there when
 the file grows, so a torn or foreign record costs a run, never a wrong answer.
 """
@@ -35,13 +36,9 @@ import numpy as np
 from simfront.core.paths import cache_root
 from simfront.traces import reader
 
-#: Row sets remembered (least recently used dropped): a model's distinct kernels, with room,
-#: and at most this many bytes of rows held only here (the prepared kernels they belong to
-#: may have left the model cache).
-MAX_ROW_SETS = 64
-MAX_ROW_BYTES = 2 << 30
-#: Rows of each column the fingerprint samples, evenly spread.
-SAMPLES = 257
+#: Row sets remembered (least recently used dropped): a few sets' distinct kernels; each
+#: holds only its runs, a few kilobytes, and the disk (``runs_dir``) keeps the rest.
+MAX_ROW_SETS = 1024
 #: ``SIMFRONT_MODEL_CACHE=off`` keeps runs and prepared kernels in memory only.
 DISK_CACHE_ENV = "SIMFRONT_MODEL_CACHE"
 #: A record on disk: its payload's length and the payload's blake2b-128, then the payload
@@ -65,79 +62,49 @@ class IssueRun(NamedTuple):
 
 @dataclass
 class RowSet:
-    """SM 0's rows as prepared (``Prepared.cols``, ``warp_off``, repeated from
-    ``repeat_from`` up to ``timed_blocks`` blocks) and the runs made on them, by opcode
-    timing and SM configuration."""
+    """The runs made on one set of SM 0's rows (``Prepared.cols``, ``warp_off``, repeated
+    from ``repeat_from`` up to ``timed_blocks`` blocks), by question (``question_key``)."""
 
-    cols: dict
-    warp_off: np.ndarray
-    repeat_from: int
-    timed_blocks: int
+    digest: str
     runs: dict = field(default_factory=dict)
-    #: ``rows_digest`` of the rows, where known
-    digest: str = ""
     #: the runs' file on disk (``runs_file``) and how far it has been read; None: not
     #: looked for yet, or no disk cache
     path: Path | None = None
     read_to: int = 0
 
-    def same_rows(self, cols: dict, warp_off: np.ndarray, repeat_from: int,
-                  timed_blocks: int) -> bool:
-        if (repeat_from, timed_blocks) != (self.repeat_from, self.timed_blocks):
-            return False
-        if cols.keys() != self.cols.keys() or not _equal(warp_off, self.warp_off):
-            return False
-        return all(_equal(cols[k], self.cols[k]) for k in cols)
 
-
-def _equal(a: np.ndarray, b: np.ndarray) -> bool:
-    return a is b or (a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b))
-
-
-def _fingerprint(cols: dict, warp_off: np.ndarray, repeat_from: int,
-                 timed_blocks: int) -> tuple:
-    """Shapes, types and a spread sample of every column: equal rows have equal
-    fingerprints, and rows that differ mostly differ here too."""
-    parts: list = [repeat_from, timed_blocks, warp_off.tobytes()]
-    for name in sorted(cols):
-        a = cols[name]
-        idx = np.linspace(0, a.shape[0] - 1, SAMPLES).astype(np.int64) if a.shape[0] else []
-        parts += [name, a.dtype.str, a.shape, a[idx].tobytes()]
-    return tuple(parts)
-
-
-_row_sets: OrderedDict[tuple, list[RowSet]] = OrderedDict()
+_row_sets: OrderedDict[str, RowSet] = OrderedDict()
 
 
 def row_set(prep) -> RowSet:
-    """The remembered rows equal to a prepared kernel's (``simulate.Prepared``), or them,
-    remembered now."""
-    args = (prep.cols, prep.warp_off, prep.repeat_from, prep.timed_blocks)
-    key = _fingerprint(*args)
-    found = _row_sets.get(key)
-    if found is not None:
-        _row_sets.move_to_end(key)
-        for rs in found:
-            if rs.same_rows(*args):
-                return rs
-    else:
-        found = _row_sets[key] = []
-    rs = RowSet(*args, digest=prep.rows_digest)
-    found.append(rs)
-    while len(_row_sets) > 1 and (len(_row_sets) > MAX_ROW_SETS
-                                  or _held_bytes() > MAX_ROW_BYTES):
+    """The remembered runs of rows equal to a prepared kernel's (``simulate.Prepared``),
+    or an empty set of them, remembered now."""
+    digest = digest_of(prep)
+    rs = _row_sets.get(digest)
+    if rs is not None:
+        _row_sets.move_to_end(digest)
+        return rs
+    rs = _row_sets[digest] = RowSet(digest)
+    while len(_row_sets) > MAX_ROW_SETS:
         _row_sets.popitem(last=False)
     return rs
 
 
-def _held_bytes() -> int:
-    return sum(a.nbytes for sets in _row_sets.values() for rs in sets
-               for a in rs.cols.values())
+def digest_of(prep) -> str:
+    """``prep.rows_digest``, worked out on first use (a copy of a prepared kernel with
+    other rows, ``dataclasses.replace``, starts without one)."""
+    if not prep.rows_digest:
+        prep.rows_digest = rows_digest(prep.cols, prep.warp_off, prep.repeat_from,
+                                       prep.timed_blocks)
+    return prep.rows_digest
 
 
-def ops_key(ops) -> tuple:
-    """An ``issue.OpTiming`` as a dictionary key (its arrays' types and bytes)."""
-    return tuple((a.dtype.str, a.tobytes()) for a in ops)
+def ops_key(ops) -> bytes:
+    """A hash of an ``issue.OpTiming`` (its arrays' types and bytes)."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in ops:
+        h.update(a.dtype.str.encode() + b"\0" + np.ascontiguousarray(a).data)
+    return h.digest()
 
 
 def model_code_hash() -> str:
@@ -187,18 +154,14 @@ def runs_file(rs: RowSet) -> Path | None:
     where = runs_dir()
     if where is None:
         return None
-    if not rs.digest:
-        rs.digest = rows_digest(rs.cols, rs.warp_off, rs.repeat_from, rs.timed_blocks)
     name = hashlib.blake2b((model_code_hash() + rs.digest).encode(), digest_size=20)
     return where / f"{name.hexdigest()}.runs"
 
 
-def question_key(ops_key: tuple, cfg) -> bytes:
-    """An issue-model question (opcode timing and ``SmConfig``) as bytes fit for disk."""
-    h = hashlib.blake2b(repr(tuple(cfg)).encode(), digest_size=16)
-    for dtype, raw in ops_key:
-        h.update(dtype.encode() + b"\0" + raw)
-    return h.digest()
+def question_key(ops_key: bytes, cfg) -> bytes:
+    """An issue-model question (``ops_key`` of its opcode timing and its ``SmConfig``) as
+    bytes fit for disk."""
+    return hashlib.blake2b(ops_key + repr(tuple(cfg)).encode(), digest_size=16).digest()
 
 
 def stored_run(rs: RowSet, question: bytes) -> IssueRun | None:

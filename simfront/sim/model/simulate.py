@@ -625,7 +625,8 @@ class _TracePass:
         warp_t = self.timed.get("warp", np.int64)
         key = tb_t * W + warp_t
         # a trace lists a block's warps one after another, blocks in order: sorting and
-        # gathering every column again is then a copy (1.5 CPU s of a paper-step pass)
+        # gathering every column again is then only a copy (with the columns' int64
+        # copies, 1.9 CPU s of a paper-step pass at 132 SMs, cProfile)
         order = None if key.size < 2 or (key[1:] >= key[:-1]).all() \
             else np.argsort(key, kind="stable")
 
