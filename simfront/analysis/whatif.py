@@ -33,6 +33,8 @@ once and read back from its ``result.json`` (docs/sweeps.md, *The what-if job st
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 import os
@@ -356,13 +358,22 @@ IN_PROCESS = "whatif"
 def launch_facts(trace_dir: str | Path) -> dict[str, dict]:
     """Registers and shared memory per trace file from the set's ``ncu.csv`` where it has
     one (as in bench_model); none without."""
-    trace_dir = Path(trace_dir)
+    trace_dir = Path(trace_dir).resolve()
     ncu = sorted(trace_dir.glob("ncu.csv*")) or sorted(trace_dir.glob("*.ncu.csv*"))
     if not ncu:
         return {}
+    # every job planned on a set asks (a what-if panel: one per condition, twice): paired
+    # once per process while the set's list and its ncu file stay as they are
+    stamps = tuple((p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in (ncu[0], trace_dir / "kernelslist.g") if p.exists())
+    return copy.deepcopy(_launch_facts(trace_dir, ncu[0], stamps))
+
+
+@functools.lru_cache(maxsize=64)
+def _launch_facts(trace_dir: Path, ncu: Path, stamps: tuple) -> dict[str, dict]:
     from simfront.sim.model.validation import pair_launches, read_ncu
 
-    pairs, _ = pair_launches(trace_dir, read_ncu(ncu[0]))
+    pairs, _ = pair_launches(trace_dir, read_ncu(ncu))
     return {p.kernel.path.name: p.launch for p in pairs}
 
 
