@@ -891,7 +891,8 @@ def run_sm(rows, ops, cfg, st, out):
     ``cfg``: ``SmConfig``; ``st``: a fresh ``new_state``); returns the cycle at which the
     last one finishes, ``out`` (``SmCounters``) accumulated in place."""
     P = cfg.sub_partitions
-    next_block = 0
+    # typed, not literal, so that the helpers they are passed to compile once, not twice
+    next_block = np.int64(0)
     now = np.int64(0)
     finish = np.int64(0)
     skipped = np.int64(0)
@@ -904,7 +905,7 @@ def run_sm(rows, ops, cfg, st, out):
             next_block += 1
     while True:
         any_live = False
-        issued_any = False
+        issued_any = np.bool_(False)
         for sp in range(P):
             # A sub-partition whose warps all read their waits back at its last look, none
             # due yet, and none of which changed since, would come to the same again.
