@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
+from simfront.core import jit
 from simfront.core.errors import TraceFormatError
-from simfront.traces import decoded
+from simfront.traces import decoded, samples
 from simfront.traces.header import KernelHeader, parse_header
 from simfront.traces.instructions import (
     OPTABLE_SIZE, Instruction, InstructionChunk, error_field, finish_warp_state,
@@ -171,9 +172,14 @@ class KernelTrace:
             if i >= n:
                 yield chunk
 
+    def scan_text(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[InstructionChunk]:
+        """The body's chunks scanned from the text, never from or into a decoded copy."""
+        return self._scan(chunk_bytes, None)
+
     def _scan(self, chunk_bytes: int, keep_at: Path | None) -> Iterator[InstructionChunk]:
         """The body's chunks scanned from the text; written to ``keep_at`` (``decoded``)
         once all of it was read without an error."""
+        jit.first_use(SCANNER)
         with _Stream(self.path) as stream:
             header, first = _read_header(stream)
             self._header = header
@@ -347,3 +353,14 @@ class TraceSet:
                     or (isinstance(key, str) and key.isdigit() and stem == f"kernel-{key}"):
                 return KernelTrace(self.path / ref.file)
         raise TraceFormatError(f"no kernel '{key}' in this trace set", self.kernelslist)
+
+
+def _warm_scanner() -> None:
+    for path in samples.texts():
+        for _ in KernelTrace(path).scan_text():
+            pass
+
+
+#: The scanner as a compiled unit (``simfront.core.jit``): compiled by the first process
+#: to scan a trace's text, loaded by the others.
+SCANNER = jit.Unit("scanner", _warm_scanner)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from simfront.core import jit
 from simfront.core.errors import SimfrontError
 from simfront.core.provenance import sha256_file, tool_versions
 from simfront.gpu import config_hash, load_gpu
@@ -16,7 +17,8 @@ from simfront.sim.backend import Backend, SimJob, SimResult
 from simfront.sim.model.api import simulate_kernel
 from simfront.sim.model.carry import L2Carry
 from simfront.sim.model.params import DEFAULT_PARAMS
-from simfront.traces.reader import TraceSet
+from simfront.sim.model.simulate import MODEL
+from simfront.traces.reader import SCANNER, TraceSet
 
 #: Bump when the model's numbers change for the same inputs.
 MODEL_VERSION = "model-1.28"
@@ -79,6 +81,9 @@ class ModelBackend(Backend):
             carry = L2Carry.empty(gpu) if l2_mode == L2_WARM else None
         except (SimfrontError, TypeError, KeyError) as exc:
             return self._finish(job, out, t0, False, f"not run: {exc}", [], prov)
+        # the compiled parts no other process is compiling: two workers starting at once
+        # compile one each (the model first, the longer), then load the other's
+        jit.warm_ahead((MODEL, SCANNER))
         launches = job.options.get("launches", {}) or {}
         deadline = t0 + job.timeout_s if job.timeout_s else None
         for uid, k in enumerate(kernels, start=1):

@@ -22,11 +22,13 @@ the file grows, so a torn or foreign record costs a run, never a wrong answer.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import struct
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -132,8 +134,24 @@ def model_disk_dir(name: str) -> Path | None:
 
 
 def runs_dir() -> Path | None:
-    """Where issue-model runs are kept between processes: ``$SIMFRONT_CACHE/runs``."""
-    return model_disk_dir("runs")
+    """Where issue-model runs are kept between processes: ``$SIMFRONT_CACHE/runs``; None
+    inside :func:`kept_in_memory`."""
+    return None if _memory_only else model_disk_dir("runs")
+
+
+_memory_only = 0
+
+
+@contextlib.contextmanager
+def kept_in_memory() -> Iterator[None]:
+    """Runs made inside are neither read from nor written to disk (the model's warm-up:
+    its sample kernels are nobody's results)."""
+    global _memory_only
+    _memory_only += 1
+    try:
+        yield
+    finally:
+        _memory_only -= 1
 
 
 def rows_digest(cols: dict, warp_off: np.ndarray, repeat_from: int,

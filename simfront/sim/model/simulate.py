@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from simfront.core import jit
 from simfront.core.errors import TraceFormatError
+from simfront.gpu import load_gpu
 from simfront.sim.model import fill, finish, prefetch, reuse, sharing, tiles
 from simfront.sim.model.cache import (HASH_LINEAR, N_TOTALS, CacheState, MemConfig, MemOut,
                                       MemRows, global_bytes, global_line_touches, l1_sim,
@@ -36,7 +38,9 @@ from simfront.sim.model.issue import (N_REASONS, OpTiming, SmConfig, SmCounters,
                                       ROW_TYPES, new_state, run_sm)
 from simfront.sim.model.occupancy import Launch, l1_bytes, launch_from, occupancy
 from simfront.sim.model.params import DEFAULT_PARAMS, ModelParams
+from simfront.traces import samples
 from simfront.traces.instructions import MAX_DST, MAX_SRC
+from simfront.traces.reader import KernelTrace
 
 
 @dataclass
@@ -317,6 +321,7 @@ def prepare_kernel(kernel, gpu, launch: dict | None = None,
     The L2 starts empty (as under ncu, which flushes it), or, given ``l2``, as the previous
     kernel of the step left it; ``l2`` is then updated in place to what this kernel leaves
     for the next one (``carry``)."""
+    jit.first_use(MODEL)
     t0 = time.perf_counter()
     tp = _TracePass(kernel, gpu, launch, params, l2)
     chunks = kernel.iter_chunks()
@@ -1067,6 +1072,7 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
     """The issue model on a prepared kernel. ``gpu`` may differ from the one the kernel was
     prepared with in anything but the cache geometry and the SM count (pipes, issue width,
     latencies, clocks, DRAM bandwidth): that is what makes sweeps of those cheap."""
+    jit.first_use(MODEL)
     t0 = time.perf_counter()
     occ = occupancy(prep.launch, gpu)
     if cache_key(gpu) != prep.cache_key:
@@ -1118,3 +1124,22 @@ def time_prepared(prep: "Prepared", gpu, params: ModelParams = DEFAULT_PARAMS) -
         timed_blocks=n_timed_blocks, timed_instructions=_timed_rows(prep),
         t_dram=t_dram, t_l2=t_l2,
         wall_s=time.perf_counter() - t0)
+
+
+def _warm_model() -> None:
+    """The sample kernels (``simfront.traces.samples``) through the trace pass, with the L2
+    empty and carried, and through the issue model: every compiled function of the model
+    called once. Nothing of it is kept on disk."""
+    gpu = load_gpu("h100")
+    kernels = samples.decoded_kernels() or [
+        samples.DecodedKernel(p, k.header, list(k.scan_text()))
+        for p, k in ((p, KernelTrace(p)) for p in samples.texts())]
+    with reuse.kept_in_memory():
+        for kernel in kernels:
+            for l2 in (None, L2Carry.empty(gpu)):
+                time_prepared(prepare_kernel(kernel, gpu, None, DEFAULT_PARAMS, l2), gpu)
+
+
+#: The model as a compiled unit (``simfront.core.jit``): compiled by the first process to
+#: prepare or time a kernel, loaded by the others.
+MODEL = jit.Unit("model", _warm_model)
