@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 # that a file's fixtures are built once: the machine's cores, at most 4.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaffinity(0))))")
 
-.PHONY: install test demo demo-paper bench tracer ptx clean
+.PHONY: install test demo bench tracer ptx clean
 
 install:
 	$(PIP) install -q -e '.[test]'
@@ -14,12 +14,10 @@ install:
 test:
 	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
+# The paper-size Mamba2 and Mamba1 steps swept over tensor:vector ratios on the built-in
+# model (`simfront demo --tiny` for the tiny steps).
 demo:
 	$(PYTHON) -m simfront demo --out out/demo
-
-# The same on the paper-size Mamba2 and Mamba1 steps: the finding, not only the method.
-demo-paper:
-	$(PYTHON) -m simfront demo --paper --out out/demo-paper
 
 bench:
 	$(PYTHON) bench/run_all.py

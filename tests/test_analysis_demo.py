@@ -18,18 +18,17 @@ def test_sample_trace_sets_are_found():
                         for p in sets)
 
 
-def test_demo_takes_the_tiny_whole_step_captures_only():
-    """The paper-size captures would make the demo minutes longer; they have their own study."""
+def test_the_tiny_demo_takes_the_tiny_whole_step_captures_only():
     import json
 
     from simfront.analysis.demo import sample_trace_sets
-    sets = sample_trace_sets()
+    sets = sample_trace_sets(tiny=True)
     presets = {json.loads((p / "manifest.json").read_text())["workload"].get("preset")
                for p in sets}
     if not any("paper" in p.name for p in repo_dir("traces").iterdir()):
         pytest.skip("no paper-size capture shipped")
     assert presets == {"tiny"}
-    assert not any(p.name.endswith("-paper") for p in sets)
+    assert not any("-paper" in p.name for p in sets)
 
 
 def test_demo_on_the_smallest_sample(tmp_path):
@@ -50,11 +49,11 @@ def test_demo_on_the_smallest_sample(tmp_path):
     assert "Tensor:vector balance" in md.read_text()
 
 
-def test_the_paper_demo_takes_the_shipped_paper_size_steps():
+def test_the_demo_takes_the_shipped_paper_size_steps():
     import json
 
     from simfront.analysis.demo import PAPER_SETS, sample_trace_sets
-    sets = sample_trace_sets(paper=True)
+    sets = sample_trace_sets()
     assert [p.name for p in sets] == list(PAPER_SETS)
     for p in sets:
         workload = json.loads((p / "manifest.json").read_text())["workload"]
@@ -64,18 +63,18 @@ def test_the_paper_demo_takes_the_shipped_paper_size_steps():
 
 def test_the_report_says_what_size_the_steps_are():
     from simfront.analysis.demo import _what_the_sets_are, sample_trace_sets
-    tiny = _what_the_sets_are(sample_trace_sets())
-    paper = _what_the_sets_are(sample_trace_sets(paper=True))
-    assert "`tiny` preset" in tiny and "--paper" in tiny
+    tiny = _what_the_sets_are(sample_trace_sets(tiny=True))
+    paper = _what_the_sets_are(sample_trace_sets())
+    assert "`tiny` preset" in tiny and "paper-size" in tiny
     assert "`paper` preset" in paper and "tiny" not in paper
-    mixed = _what_the_sets_are(sample_trace_sets() + sample_trace_sets(paper=True))
+    mixed = _what_the_sets_are(sample_trace_sets(tiny=True) + sample_trace_sets())
     assert "mamba2_lm-paper-box paper" in mixed and " tiny" in mixed
 
 
-def test_the_paper_demo_and_a_trace_folder_are_one_choice(tmp_path):
+def test_the_tiny_demo_and_a_trace_folder_are_one_choice(tmp_path):
     from click.testing import CliRunner
 
     from simfront.analysis.cli import demo_cmd
-    res = CliRunner().invoke(demo_cmd, ["--paper", "--traces", str(tmp_path),
+    res = CliRunner().invoke(demo_cmd, ["--tiny", "--traces", str(tmp_path),
                                         "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "give one" in res.output

@@ -284,18 +284,19 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
 @click.command("demo")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("out/demo"), show_default=True)
 @click.option("--traces", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              default=None, help="Trace set (default: the shipped sample traces).")
-@click.option("--paper", is_flag=True,
-              help="The shipped paper-size steps instead of the tiny ones (a few minutes).")
+              default=None, help="Trace set or a folder of them (default: the shipped paper-size steps).")
+@click.option("--tiny", is_flag=True,
+              help="The shipped tiny steps instead of the paper-size ones (the method at a "
+                   "size that leaves most kernels bound by launch and latency; a minute).")
 @click.option("--ratios", default="32,16,8,4,2", show_default=True,
               help="Tensor:vector ratios to sweep (16 = H100).")
-def demo_cmd(out: Path, traces: Path | None, paper: bool, ratios: str) -> None:
+def demo_cmd(out: Path, traces: Path | None, tiny: bool, ratios: str) -> None:
     """Shipped sample traces -> a tensor:vector sweep on the built-in model -> the balance
     report. Needs no GPU and no simulator."""
-    if paper and traces is not None:
-        raise click.UsageError("--paper and --traces choose the traces both: give one")
+    if tiny and traces is not None:
+        raise click.UsageError("--tiny and --traces choose the traces both: give one")
     rs = [float(x) for x in ratios.split(",") if x.strip()]
-    html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs, paper=paper)
+    html_path, md_path = run_demo(Path(out), traces=traces, ratios=rs, tiny=tiny)
     click.echo(f"wrote {html_path}\nwrote {md_path}")
 
 

@@ -55,29 +55,31 @@ def _workload_name(p: Path) -> str | None:
 def _whole_step(p: Path) -> bool:
     """A capture of a whole training step of a registered workload at its `tiny` preset (not
     a slice of one, not a test program): what a balance study is about, at a size the demo
-    simulates in a minute or two (the paper-size captures are ``--paper``'s)."""
+    simulates in a minute (``--tiny``; the default is the paper-size captures)."""
     workload = _workload(p)
     return workload.get("name") in WORKLOADS and workload.get("preset", "tiny") == "tiny"
 
 
-#: The workloads of the default demo: the language-model steps the balance question is about
-#: (Mamba2 first in the report). MambaVision and GraphMamba (960 launches between them) would
-#: triple its time on two cores; `simfront demo --traces traces` includes them.
+#: The workloads of `simfront demo --tiny`: the language-model steps the balance question is
+#: about (Mamba2 first in the report), at their `tiny` preset. MambaVision and GraphMamba
+#: (960 launches between them) would triple its time on two cores; `simfront demo --traces
+#: traces` includes them.
 DEMO_WORKLOADS = ("mamba2_lm", "mamba1_lm", "hybrid_lm")
-#: The paper-size steps of the question (2 layers, d_model 768, 4 x 2048 tokens), as the
-#: tracer's box sample captured them: `simfront demo --paper` (`make demo-paper`), a few
-#: minutes on two cores where the tiny steps take one; the design-space study's steps.
+#: The demo's steps (`make demo`): the paper-size steps of the question (2 layers, d_model
+#: 768, 4 x 2048 tokens), as the tracer's box sample captured them; the design-space study's
+#: steps.
 PAPER_SETS = ("mamba2_lm-paper-box", "mamba1_lm-paper-box")
 #: The hardware what-ifs the demo checks the model against (of those shipped beside a set):
 #: half the SMs and the H200's memory. `simfront analyze whatif SET` runs them all.
 DEMO_WHATIF = ("h100-sms64", "h200-all")
 
 
-def sample_trace_sets(root: Path | None = None, paper: bool = False) -> list[Path]:
-    """The trace set ``root``, or the sets under it; by default the whole-step captures of the
-    language-model workloads shipped in the repository's ``traces/`` (every set there when
-    none is a whole step); ``paper``: the shipped paper-size steps (:data:`PAPER_SETS`)."""
-    if paper:
+def sample_trace_sets(root: Path | None = None, tiny: bool = False) -> list[Path]:
+    """The trace set ``root``, or the sets under it (their whole-step captures at the `tiny`
+    preset where there are any); by default the shipped paper-size steps
+    (:data:`PAPER_SETS`); ``tiny``: the `tiny` whole-step captures of the language-model
+    workloads shipped in the repository's ``traces/`` (every set there when none is one)."""
+    if root is None and not tiny:
         sets = [repo_dir("traces") / name for name in PAPER_SETS]
         missing = [p for p in sets if not _is_trace_set(p)]
         if missing:
@@ -121,9 +123,9 @@ def write_sweep_file(path: Path, trace_sets: list[Path], ratios, backend: str = 
 
 def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
              backend: str = "model", imports: tuple[str, ...] = (),
-             whatif: list[dict] | None = None, paper: bool = False) -> tuple[Path, Path]:
-    """Run the demo into ``out``; return the report's HTML and Markdown paths. ``paper``:
-    on the shipped paper-size steps instead of the tiny ones. ``backend``
+             whatif: list[dict] | None = None, tiny: bool = False) -> tuple[Path, Path]:
+    """Run the demo into ``out``; return the report's HTML and Markdown paths. ``tiny``:
+    on the shipped tiny steps instead of the paper-size ones. ``backend``
     and ``imports`` (modules or .py files that register a backend) exist for tests and for
     trying the pipeline with another backend. ``whatif``: rows of how far the model's
     what-ifs held on hardware (:data:`simfront.analysis.studies.WHATIF_KEYS`), shown in the
@@ -133,7 +135,7 @@ def run_demo(out: Path, traces: Path | None = None, ratios=DEFAULT_RATIOS,
 
     t0 = time.time()
     out = Path(out)
-    sets = sample_trace_sets(traces, paper=paper)
+    sets = sample_trace_sets(traces, tiny=tiny)
     _say(f"1/4 traces: {', '.join(p.name for p in sets)}")
     if imports:
         import_plugins(tuple(str(i) for i in imports))
@@ -196,8 +198,8 @@ def _what_the_sets_are(sets: list[Path]) -> str:
         return ("Each is one whole training step (forward, backward, AdamW) captured on an "
                 "H100 by simfront's tracer at the workload's `tiny` preset (traces/, "
                 "manifest.json): sizes this small leave most kernels bound by launch and "
-                "latency, so read the curves as the method at work; `simfront demo "
-                "--paper` runs the paper-size steps.")
+                "latency, so read the curves as the method at work; `simfront demo` "
+                "runs the paper-size steps.")
     if presets == {"paper"}:
         shapes = "; ".join(f"{name}: {_shape(w)}" for name, w in work.items())
         return ("Each is one whole training step (forward, backward, AdamW) captured on an "
