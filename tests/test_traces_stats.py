@@ -149,3 +149,34 @@ def test_cli_stats_table_csv_hdf5(tmp_path, scan_step):
     back = read_stats_h5(h5)
     assert list(back.columns) == list(df.columns)
     assert np.array_equal(back["instructions"].to_numpy(), df["instructions"].to_numpy())
+
+
+def test_a_kernels_statistics_are_read_back_from_disk(scan_step, tmp_path, monkeypatch):
+    """Kept by the trace's content: a later call, in any process, reads them; a copy of the
+    file under another name gets them with its own name; off with the decoded copies."""
+    from simfront.traces import stats as st
+    from simfront.traces.reader import KernelTrace
+
+    monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path / "cache"))
+    k = next(iter(TraceSet(scan_step).kernels()))
+    first = kernel_stats(k)
+    kept = list((tmp_path / "cache" / "stats").glob("*.json"))
+    assert len(kept) == 1
+
+    def no_count(*a, **kw):
+        raise AssertionError("counted again")
+
+    monkeypatch.setattr(st, "_counted", no_count)
+    assert kernel_stats(k) == first
+    other = tmp_path / f"other-{k.path.name}"
+    shutil.copy(k.path, other)
+    again = kernel_stats(KernelTrace(other))
+    assert again.file == other.name and again.warps_by_opcode == first.warps_by_opcode
+
+    kept[0].write_text("{torn")  # counted again, not believed
+    monkeypatch.undo()
+    monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path / "cache"))
+    assert kernel_stats(k) == first
+    monkeypatch.setenv("SIMFRONT_TRACE_CACHE", "off")
+    monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path / "off"))
+    assert kernel_stats(k) == first and not (tmp_path / "off" / "stats").exists()

@@ -32,7 +32,7 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ import pandas as pd
 from tqdm import tqdm
 
 from simfront.core.errors import InputError
+from simfront.core.provenance import sha256_file
+from simfront.traces import decoded
 from simfront.traces.opcodes import CATEGORIES, PIPES, classify
 from simfront.traces.reader import KernelTrace, TraceSet
 
@@ -188,7 +190,48 @@ def _op_tables(opcodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def kernel_stats(kernel: KernelTrace, footprint: bool = True) -> KernelStats:
-    """Stream one kernel's body into its statistics."""
+    """Stream one kernel's body into its statistics; kept on disk by the trace's content
+    for later calls, in any process (``$SIMFRONT_CACHE/stats``, beside the decoded copies
+    and off with them: ``SIMFRONT_TRACE_CACHE=off``)."""
+    path = _kept_path(kernel, footprint)
+    if path is not None:
+        try:
+            kept = json.loads(path.read_text())
+            return KernelStats(**{**kept, "file": kernel.path.name,
+                                  "grid": tuple(kept["grid"]), "block": tuple(kept["block"])})
+        except (OSError, ValueError, TypeError, KeyError):
+            pass  # none yet, or torn: count again
+    stats = _counted(kernel, footprint)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(asdict(stats)))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+    return stats
+
+
+#: the modules whose code decides a kernel's statistics
+_CODE = ("stats.py", "opcodes.py", "instructions.py", "reader.py", "header.py", "decoded.py")
+_code: str | None = None
+
+
+def _kept_path(kernel: KernelTrace, footprint: bool) -> Path | None:
+    global _code
+    where = decoded.cache_dir()
+    if where is None:
+        return None
+    if _code is None:
+        h = hashlib.sha256()
+        for name in _CODE:
+            h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
+        _code = h.hexdigest()[:16]
+    return where.parent / "stats" / f"{sha256_file(kernel.path)}-{int(footprint)}-{_code}.json"
+
+
+def _counted(kernel: KernelTrace, footprint: bool) -> KernelStats:
     hdr = kernel.header
     warps = np.zeros(0, np.int64)
     lanes = np.zeros(0, np.int64)
