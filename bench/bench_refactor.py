@@ -24,6 +24,7 @@ Run:
   python bench/bench_refactor.py compare A.jsonl B.jsonl
   python bench/bench_refactor.py time
   python bench/bench_refactor.py compile   # numba's first compilation, an empty numba cache
+  python bench/bench_refactor.py cold-pair # both paper sets at once, empty numba cache
   python bench/bench_refactor.py runs SET [GPU]   # issue-model runs of one configuration
   python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare, printed
                                                        # (RESULTS' section is by hand)
@@ -241,14 +242,38 @@ def compile_fresh() -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def cold_pair() -> dict:
+    """Both paper sets at once, each in a fresh process on the ``h100``, sharing an empty
+    numba cache and an empty model cache, as a sweep's first two jobs on a fresh checkout:
+    wall seconds to the last one's end, and the CPU seconds of each."""
+    with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": numba_dir, "SIMFRONT_CACHE": cache}
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, __file__, "_cold", name], cwd=REPO_ROOT,
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True)
+                 for name in ("mamba2_lm-paper-box", "mamba1_lm-paper-box")]
+        outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+        wall = time.perf_counter() - t0
+    return {"wall_s": wall, "cpu_s": [o["cpu_s"] for o in outs],
+            "records": [o["records"] for o in outs]}
+
+
+def _cold(name: str) -> dict:
+    recs, _ = run_set(name, "h100")
+    return {"cpu_s": _cpu(), "records": len(recs)}
+
+
 def count_runs(name: str, variant: str) -> dict:
     """Issue-model runs (``issue.run_sm`` calls) one configuration of a set makes in this
     process, with the CPU seconds in them and in the whole configuration."""
+    from simfront.core import jit
     from simfront.gpu import load_gpu
     from simfront.sim.model import simulate
     from simfront.sim.model.api import simulate_kernel
     from simfront.traces.reader import TraceSet
 
+    jit.first_use(simulate.MODEL)  # the warm-up's own runs are not the set's
     made = {"runs": 0, "run_cpu_s": 0.0}
     inner = simulate.run_sm
 
@@ -291,6 +316,9 @@ def main(argv: list[str]) -> int:
     r.add_argument("variant", nargs="?", default="h100")
     sub.add_parser("compile")
     sub.add_parser("_compile")
+    sub.add_parser("cold-pair")
+    cold = sub.add_parser("_cold")
+    cold.add_argument("set")
     one = sub.add_parser("_one")
     one.add_argument("set")
     one.add_argument("variant")
@@ -329,6 +357,12 @@ def main(argv: list[str]) -> int:
         return 0
     if args.cmd == "compile":
         print(json.dumps(compile_fresh(), indent=1))
+        return 0
+    if args.cmd == "_cold":
+        print(json.dumps(_cold(args.set)))
+        return 0
+    if args.cmd == "cold-pair":
+        print(json.dumps(cold_pair(), indent=1))
         return 0
     return _bench(args.baseline, args.top_jobs)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import simfront.sim.model.simulate as S
+from simfront.core import jit
 from simfront.core.paths import REPO_ROOT
 from simfront.gpu import load_gpu
 from simfront.sim.model import reuse
@@ -26,6 +27,7 @@ def preps():
 @pytest.fixture
 def count_runs(monkeypatch, tmp_path):
     """Issue-model runs made, from empty memory and an empty model cache on disk."""
+    jit.first_use(S.MODEL)  # the process's warm-up runs are not the test's
     monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path))
     runs = [0]
     inner = S.run_sm
