@@ -146,3 +146,12 @@ def test_the_model_warm_up_calls_every_compiled_function_the_steps_do(monkeypatc
                 simulate.time_prepared(prep, gpu)
     assert called["steps"], "no compiled function was called: the wrappers missed them"
     assert called["steps"] <= called["warm"], sorted(called["steps"] - called["warm"])
+
+
+def test_a_file_system_without_locks_still_warms(cache, monkeypatch):
+    def no_locks(fd, op):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(jit.fcntl, "flock", no_locks)
+    calls = []
+    assert jit.first_use(_unit("e", calls), wait=False) and calls == ["e"]

@@ -14,8 +14,8 @@ other process is compiling yet (:func:`warm_ahead`), so two workers compile the 
 the same time instead of both in turn. A unit's ``warm`` must not need another unit, or
 the two would be compiled one after the other again.
 
-Nothing here changes what the code computes: a lock that cannot be taken (no cache folder)
-only means the unit is warmed without it.
+Nothing here changes what the code computes: a lock that cannot be had (no cache folder, a
+file system without locks) only means the unit is warmed without it.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def first_use(unit: Unit, wait: bool = True) -> bool:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 return False
+            except OSError:
+                pass  # a file system without locks (some NFS mounts): warmed unlocked
         _warm.add(unit.name)  # before warming: its own uses inside ``warm`` return at once
         try:
             unit.warm()
