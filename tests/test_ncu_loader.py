@@ -110,3 +110,24 @@ def test_bad_files_name_file_and_line(tmp_path):
         read_ncu_csv(q)
     with pytest.raises(InputError, match="cannot read"):
         read_ncu_csv(tmp_path / "missing.csv")
+
+
+def test_a_file_read_again_is_parsed_once_and_a_changed_one_again(tmp_path):
+    import os
+
+    from simfront.core import ncu
+
+    path = tmp_path / "step.ncu.csv"
+    raw = open(MAMBA2, "rb").read()
+    path.write_bytes(lzma.decompress(raw) if str(MAMBA2).endswith(".xz") else raw)
+    first = read_ncu_csv(path)
+    first.attrs["units"]["mine"] = "x"                # a caller's changes stay its own
+    first.iloc[0, first.columns.get_loc("cycles")] = -1.0
+    hits = ncu._parsed.cache_info().hits
+    again = read_ncu_csv(path)
+    assert ncu._parsed.cache_info().hits == hits + 1
+    assert "mine" not in again.attrs["units"] and again["cycles"].iloc[0] > 0
+    rows = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(rows[:-1]))              # one launch fewer
+    os.utime(path, ns=(1, 1))
+    assert len(read_ncu_csv(path)) == len(again) - 1
