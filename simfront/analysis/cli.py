@@ -284,7 +284,8 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
 @click.command("demo")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("out/demo"), show_default=True)
 @click.option("--traces", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              default=None, help="Trace set or a folder of them (default: the shipped paper-size steps).")
+              default=None,
+              help="Trace set or a folder of them (default: the shipped paper-size steps).")
 @click.option("--tiny", is_flag=True,
               help="The shipped tiny steps instead of the paper-size ones (the method at a "
                    "size that leaves most kernels bound by launch and latency; a minute).")
