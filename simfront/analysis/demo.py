@@ -233,8 +233,9 @@ def _whatif_results(sets: list[Path]) -> list:
     sets = [d for d in sets if set(DEMO_WHATIF) & set(available_conditions(d))
             and has_base(d)]
     if sets:
-        n = warm_cache(sets, conditions=DEMO_WHATIF)
-        _say(f"   what-ifs: {n} model runs of {', '.join(d.name for d in sets)} (cached)")
+        _say(f"   what-ifs: the model on {', '.join(DEMO_WHATIF)} and their base for "
+             f"{', '.join(d.name for d in sets)} (kept in the what-if store)")
+        warm_cache(sets, conditions=DEMO_WHATIF, progress=_say)
     out = []
     for d in sets:
         out += compare(d, [c for c in DEMO_WHATIF if c in available_conditions(d)],

@@ -460,7 +460,7 @@ def run_model_jobs(jobs: Sequence[JobSpec], cache_dir: Path | None = None,
             ex = LocalExecutor(directory, store, ExecutorSettings(
                 workers=min(workers, len(jobs)), max_attempts=MAX_ATTEMPTS), Resources(),
                 "whatif")
-            drive(store, ex, progress=False)
+            drive(store, ex, progress=progress is not None)
         else:
             _run_here(store, directory, {j.job_id for j in jobs}, progress)
     finally:
@@ -562,18 +562,20 @@ class WhatIf:
 
 def warm_cache(trace_sets: Sequence[str | Path], cache_dir: Path | None = None,
                workers: int | None = None, conditions: Sequence[str] | None = None,
-               l2: str = DEFAULT_L2, base: str | None = None) -> int:
+               l2: str = DEFAULT_L2, base: str | None = None,
+               progress: Callable[[str], None] | None = None) -> int:
     """Run the model runs that :func:`compare` will need (each set's base and every
     condition with a timeline) as jobs of the what-if job store, side by side in
     ``workers`` processes (default: the cores), so that the comparisons then find them
-    done. Returns how many jobs there were."""
+    done. Returns how many jobs there were. ``progress``: shown as they run (a progress
+    bar, or the callable's lines where they run in this process)."""
     jobs = []
     for d in trace_sets:
         base_lb = base_label(d, base)
         labels = dict.fromkeys([base_lb, *(c for c in available_conditions(d, base)
                                            if conditions is None or c in conditions)])
         jobs += [model_job(d, condition(lb, base_lb[:-4]).model_gpu(), l2) for lb in labels]
-    run_model_jobs(jobs, cache_dir, workers=workers or os.cpu_count() or 1)
+    run_model_jobs(jobs, cache_dir, workers=workers or os.cpu_count() or 1, progress=progress)
     return len(jobs)
 
 
