@@ -155,3 +155,15 @@ def test_a_file_system_without_locks_still_warms(cache, monkeypatch):
     monkeypatch.setattr(jit.fcntl, "flock", no_locks)
     calls = []
     assert jit.first_use(_unit("e", calls), wait=False) and calls == ["e"]
+
+
+def test_a_stuck_holder_is_waited_for_only_so_long(cache, monkeypatch):
+    monkeypatch.setattr(jit, "WAIT_S", 0.3)
+    calls = []
+    fd = _held(cache, "g")
+    try:
+        t0 = time.monotonic()
+        assert jit.first_use(_unit("g", calls))
+        assert calls == ["g"] and time.monotonic() - t0 >= 0.3
+    finally:
+        os.close(fd)

@@ -8,8 +8,8 @@ their first 50 s compiling the same code side by side.
 
 So a unit's first use in a process (:func:`first_use`) runs the unit's ``warm`` function (a
 tiny input through the compiled code) under an exclusive lock on
-``$SIMFRONT_CACHE/jit/<unit>.lock``: one process compiles while the others wait, and then
-load what it wrote. And a process about to work (a model job) first compiles the units no
+``$SIMFRONT_CACHE/jit/<unit>.lock``: one process compiles while the others wait (up to
+:data:`WAIT_S`, then they compile it themselves), and then load what it wrote. And a process about to work (a model job) first compiles the units no
 other process is compiling yet (:func:`warm_ahead`), so two workers compile the two units at
 the same time instead of both in turn. A unit's ``warm`` must not need another unit, or
 the two would be compiled one after the other again.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -54,13 +55,10 @@ def first_use(unit: Unit, wait: bool = True) -> bool:
     except OSError:
         fd = None
     try:
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
+        if fd is not None and not _lock(fd, WAIT_S if wait else 0.0):
+            if not wait:
                 return False
-            except OSError:
-                pass  # a file system without locks (some NFS mounts): warmed unlocked
+            # the holder is stuck (a process stopped with ^Z): compile here rather than wait
         _warm.add(unit.name)  # before warming: its own uses inside ``warm`` return at once
         try:
             unit.warm()
@@ -71,6 +69,27 @@ def first_use(unit: Unit, wait: bool = True) -> bool:
     finally:
         if fd is not None:
             os.close(fd)  # releases the lock
+
+
+#: the longest a process waits for another to compile a unit (compiling takes 20-30 s of
+#: one core) before it compiles the unit itself
+WAIT_S = 600.0
+
+
+def _lock(fd: int, wait_s: float) -> bool:
+    """Whether the lock on ``fd`` is had within ``wait_s`` seconds (True on a file system
+    without locks, such as some NFS mounts: the unit is then warmed unlocked)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        except OSError:
+            return True
 
 
 def warm_ahead(units: Iterable[Unit]) -> None:
