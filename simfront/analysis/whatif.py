@@ -460,7 +460,7 @@ def run_model_jobs(jobs: Sequence[JobSpec], cache_dir: Path | None = None,
             ex = LocalExecutor(directory, store, ExecutorSettings(
                 workers=min(workers, len(jobs)), max_attempts=MAX_ATTEMPTS), Resources(),
                 "whatif")
-            drive(store, ex, progress=progress is not None)
+            drive(store, ex, progress=progress is not None, label="what-ifs")
         else:
             _run_here(store, directory, {j.job_id for j in jobs}, progress)
     finally:

@@ -327,12 +327,14 @@ class Sweep:
         return n
 
 
-def drive(store: JobStore, ex: Executor, progress: bool = True, wait: bool = True) -> RunSummary:
+def drive(store: JobStore, ex: Executor, progress: bool = True, wait: bool = True,
+          label: str = "sweep") -> RunSummary:
     """The driver loop. SIGINT/SIGTERM stop it cleanly: running local attempts are stopped
-    and given back to the queue uncounted; batch tasks keep running for the next driver."""
+    and given back to the queue uncounted; batch tasks keep running for the next driver.
+    ``label`` names the progress bar."""
     stop = _StopFlag()
     summary = RunSummary(counts={})
-    bar = _Progress(store, enabled=progress)
+    bar = _Progress(store, enabled=progress, label=label)
     with stop.installed():
         try:
             done, lost = ex.adopt(store.running())
@@ -414,14 +416,14 @@ class _StopFlag:
 class _Progress:
     """A tqdm bar on stderr: done+failed of planned, with running/queued/failed counts."""
 
-    def __init__(self, store: JobStore, enabled: bool):
+    def __init__(self, store: JobStore, enabled: bool, label: str = "sweep"):
         self.store = store
         self.bar = None
         if enabled:
             c = store.counts()
             total = sum(c.values())
             self.bar = tqdm(total=total, initial=c["done"] + c["failed"], unit="job",
-                            desc="sweep", file=sys.stderr, dynamic_ncols=True, leave=True)
+                            desc=label, file=sys.stderr, dynamic_ncols=True, leave=True)
             self._last = 0.0
             self.refresh()
 
