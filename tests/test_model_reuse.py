@@ -145,3 +145,23 @@ def test_no_disk_cache_keeps_runs_in_memory(preps, count_runs, disk, monkeypatch
     monkeypatch.setenv(reuse.DISK_CACHE_ENV, "off")
     S.time_prepared(a, gpu)
     assert not disk.exists()
+
+
+def test_runs_kept_in_memory_neither_read_nor_write_the_disk(preps, count_runs, disk):
+    """The model's warm-up: also for rows whose file this process looked up before it."""
+    gpu, (a, _) = preps
+    S.time_prepared(a, gpu)
+    made = count_runs[0]
+    (path,) = disk.glob("*.runs")
+    size = path.stat().st_size
+    reuse._row_sets.clear()
+    S.time_prepared(a, gpu)  # read back: the row set knows its file now
+    assert count_runs[0] == made and reuse.row_set(a).path == path
+    with reuse.kept_in_memory():
+        S.time_prepared(a, load_gpu("h100-vechalf"))  # new questions, run
+        assert count_runs[0] > made
+        assert path.stat().st_size == size  # and not written
+        before = count_runs[0]
+        reuse._row_sets.clear()
+        S.time_prepared(a, gpu)
+        assert count_runs[0] == before + made  # nor read

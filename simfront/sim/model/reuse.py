@@ -15,9 +15,10 @@ Runs are also kept on disk (``runs_dir``), a file per row set named by a hash of
 and of the model's code, so that another process asking the same question reads the
 answer: a sweep's L2 sizes leave many kernels' rows, and so their runs, as they were (the
 paper step on 132 SMs at 50, 75, 100 MiB after 25 MiB: 241, 179, 136 runs where each made
-about 430; bench/RESULTS.md, *Model speed and the refactor*). Each file is a log of framed records, appended with one
-write each; a reader takes the records whose checksums hold and reads on from there when
-the file grows, so a torn or foreign record costs a run, never a wrong answer.
+about 430; bench/RESULTS.md, *Model speed and the refactor*). Each file is a log of framed
+records, appended with one write each; a reader takes the records whose checksums hold and
+reads on from there when the file grows, so a torn or foreign record costs a run, never a
+wrong answer.
 """
 
 from __future__ import annotations
@@ -134,9 +135,8 @@ def model_disk_dir(name: str) -> Path | None:
 
 
 def runs_dir() -> Path | None:
-    """Where issue-model runs are kept between processes: ``$SIMFRONT_CACHE/runs``; None
-    inside :func:`kept_in_memory`."""
-    return None if _memory_only else model_disk_dir("runs")
+    """Where issue-model runs are kept between processes: ``$SIMFRONT_CACHE/runs``."""
+    return model_disk_dir("runs")
 
 
 _memory_only = 0
@@ -186,6 +186,8 @@ def stored_run(rs: RowSet, question: bytes) -> IssueRun | None:
     """A run another process (or an earlier one) made on these rows and this question,
     read from the row set's file, or None. What the file holds is remembered in
     ``rs.runs`` under ``question``."""
+    if _memory_only:
+        return None
     if rs.path is None:
         rs.path = runs_file(rs)
         if rs.path is None:
@@ -226,7 +228,7 @@ def _read_on(rs: RowSet) -> None:
 def store_run(rs: RowSet, question: bytes, run: IssueRun) -> None:
     """Append a run to the row set's file (one write, O_APPEND): a disk that cannot be
     written only costs time."""
-    if rs.path is None:
+    if rs.path is None or _memory_only:
         return
     body = pickle.dumps((question, tuple(run)), protocol=pickle.HIGHEST_PROTOCOL)
     frame = _FRAME.pack(len(body), hashlib.blake2b(body, digest_size=16).digest()) + body
