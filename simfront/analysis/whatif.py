@@ -53,6 +53,7 @@ from simfront.core.categories import kernel_category, short_name
 from simfront.core.errors import InputError
 from simfront.core.ncu import read_ncu_csv
 from simfront.core.paths import cache_root
+from simfront.core.provenance import sha256_code
 from simfront.gpu import GPU, config_hash, load_gpu, with_variants
 from simfront.stats.matching import align, launch_key
 from simfront.sweep.local import LocalExecutor
@@ -324,9 +325,7 @@ def model_source_hash() -> str:
     from simfront.sim.model import backend
     from simfront.sim.model.params import DEFAULT_PARAMS
 
-    h = hashlib.sha256()
-    for p in sorted(Path(backend.__file__).parent.glob("*.py")):
-        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    h = sha256_code(sorted(Path(backend.__file__).parent.glob("*.py")))
     h.update(repr(sorted(DEFAULT_PARAMS.__dict__.items())).encode())
     return h.hexdigest()
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 import platform
 import sys
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,16 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: f.read(_CHUNK), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def sha256_code(paths: Iterable[Path], seed: bytes = b""):
+    """A SHA-256 of code files, each file's name and bytes after ``seed``: what names a
+    cache of results that code made (decoded traces, prepared kernels, statistics), so a
+    change to the code makes the cache stale. Returned unfinished, for more to be added."""
+    h = hashlib.sha256(seed)
+    for p in paths:
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h
 
 
 def sha256_json(obj: Any) -> str:

@@ -18,7 +18,6 @@ reads the text every time.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ import numpy as np
 import zstandard
 
 from simfront.core.paths import cache_root
-from simfront.core.provenance import sha256_file
+from simfront.core.provenance import sha256_code, sha256_file
 from simfront.traces.header import KernelHeader
 from simfront.traces.instructions import InstructionChunk
 
@@ -52,11 +51,8 @@ def cache_dir() -> Path | None:
 def _code_hash() -> str:
     global _code
     if _code is None:
-        h = hashlib.sha256(str(FORMAT).encode())
         here = Path(__file__).parent
-        for name in _DECODERS:
-            h.update(name.encode() + b"\0" + (here / name).read_bytes())
-        _code = h.hexdigest()[:16]
+        _code = sha256_code((here / n for n in _DECODERS), str(FORMAT).encode()).hexdigest()[:16]
     return _code
 
 

@@ -41,7 +41,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from simfront.core.errors import InputError
-from simfront.core.provenance import sha256_file
+from simfront.core.provenance import sha256_code, sha256_file
 from simfront.traces import decoded
 from simfront.traces.opcodes import CATEGORIES, PIPES, classify
 from simfront.traces.reader import KernelTrace, TraceSet
@@ -224,10 +224,7 @@ def _kept_path(kernel: KernelTrace, footprint: bool) -> Path | None:
     if where is None:
         return None
     if _code is None:
-        h = hashlib.sha256()
-        for name in _CODE:
-            h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
-        _code = h.hexdigest()[:16]
+        _code = sha256_code(Path(__file__).parent / n for n in _CODE).hexdigest()[:16]
     return where.parent / "stats" / f"{sha256_file(kernel.path)}-{int(footprint)}-{_code}.json"
 
 

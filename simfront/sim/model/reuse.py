@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from simfront.core.paths import cache_root
+from simfront.core.provenance import sha256_code
 from simfront.traces import reader
 
 #: Row sets remembered (least recently used dropped): a few sets' distinct kernels; each
@@ -115,11 +116,8 @@ def model_code_hash() -> str:
     holds of them (prepared kernels, issue-model runs) stale."""
     global _source_hash
     if _source_hash is None:
-        h = hashlib.sha256()
-        for d in (Path(__file__).parent, Path(reader.__file__).parent):
-            for p in sorted(d.glob("*.py")):
-                h.update(p.name.encode() + b"\0" + p.read_bytes())
-        _source_hash = h.hexdigest()
+        _source_hash = sha256_code(p for d in (Path(__file__).parent, Path(reader.__file__).parent)
+                                   for p in sorted(d.glob("*.py"))).hexdigest()
     return _source_hash
 
 
