@@ -126,7 +126,7 @@ def test_the_model_warm_up_calls_every_compiled_function_the_steps_do(monkeypatc
     from simfront.sim.model.carry import L2Carry
 
     monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path))
-    simulate._warm_model()  # compiled before the wrappers go in (numba would see them)
+    jit.first_use(simulate.MODEL)  # compiled before the wrappers go in (numba would see them)
     called: dict[str, set] = {"warm": set(), "steps": set()}
     phase = ["warm"]
     for mod, name, disp in _dispatchers([cache, carry, fill, issue, linemap, prefetch,
@@ -167,3 +167,21 @@ def test_a_stuck_holder_is_waited_for_only_so_long(cache, monkeypatch):
         assert calls == ["g"] and time.monotonic() - t0 >= 0.3
     finally:
         os.close(fd)
+
+
+def test_the_model_warms_from_the_texts_when_the_copies_do_not_read(monkeypatch, tmp_path):
+    from simfront.sim.model import simulate
+
+    from simfront.traces.reader import SCANNER
+
+    jit.first_use(SCANNER)  # its own warm-up reads the texts too
+    monkeypatch.setattr(jit, "_warm", {SCANNER.name})  # the model not yet warm
+    monkeypatch.setenv("SIMFRONT_CACHE", str(tmp_path))
+    monkeypatch.setattr(samples, "decoded_kernels", lambda: None)
+    read = []
+    inner = KernelTrace.scan_text
+    monkeypatch.setattr(KernelTrace, "scan_text",
+                        lambda self, *a: read.append(self.path.name) or inner(self, *a))
+    assert jit.first_use(simulate.MODEL)
+    assert read == [p.name for p in samples.texts()]
+    assert not (tmp_path / "decoded").exists() and not (tmp_path / "runs").exists()

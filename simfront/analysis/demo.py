@@ -18,7 +18,8 @@ from simfront.analysis.correlate import base_config_records, correlate
 from simfront.analysis.report import Report
 from simfront.analysis.wallclock import step_share
 from simfront.analysis.whatif import (BASE, WHATIF_DIR, available_conditions, compare,
-                                      panel_section, summary as whatif_summary, warm_cache)
+                                      has_base, panel_section, summary as whatif_summary,
+                                      warm_cache)
 from simfront.core.errors import BackendError, InputError
 from simfront.core.ncu import read_ncu_csv
 from simfront.core.paths import repo_dir
@@ -26,7 +27,6 @@ from simfront.gpu import derived, load_gpu
 from simfront.sim.backend import get_backend
 from simfront.sweep.inputs import import_plugins
 from simfront.workloads.registry import WORKLOADS
-from simfront.analysis.whatif import available_conditions, compare, has_base, warm_cache
 
 DEFAULT_RATIOS = (32.0, 16.0, 8.0, 4.0, 2.0)
 

@@ -363,8 +363,8 @@ def launch_facts(trace_dir: str | Path) -> dict[str, dict]:
         return {}
     # every job planned on a set asks (a what-if panel: one per condition, twice): paired
     # once per process while the set's list and its ncu file stay as they are
-    stamps = tuple((p.stat().st_size, p.stat().st_mtime_ns)
-                   for p in (ncu[0], trace_dir / "kernelslist.g") if p.exists())
+    stamps = tuple((st.st_size, st.st_mtime_ns) for st in
+                   (p.stat() for p in (ncu[0], trace_dir / "kernelslist.g") if p.exists()))
     return copy.deepcopy(_launch_facts(trace_dir, ncu[0], stamps))
 
 

@@ -32,6 +32,8 @@ _prepared: OrderedDict = OrderedDict()
 #: are dropped last (a set's largest kernels otherwise fall out of memory before the next
 #: configuration comes back to them).
 _unsaved: set = set()
+
+
 def prepared_cache_dir() -> Path | None:
     """Where prepared kernels are kept between processes: ``$SIMFRONT_CACHE/prepared``
     (default ``~/.cache/simfront/prepared``); None when ``SIMFRONT_MODEL_CACHE`` is off."""

@@ -1131,9 +1131,12 @@ def _warm_model() -> None:
     empty and carried, and through the issue model: every compiled function of the model
     called once. Nothing of it is kept on disk."""
     gpu = load_gpu("h100")
-    kernels = samples.decoded_kernels() or [
-        samples.DecodedKernel(p, k.header, list(k.scan_text()))
-        for p, k in ((p, KernelTrace(p)) for p in samples.texts())]
+    kernels = samples.decoded_kernels()
+    if kernels is None:  # copies that no longer read: the text, which needs the scanner
+        kernels = []
+        for path in samples.texts():
+            text = KernelTrace(path)
+            kernels.append(samples.DecodedKernel(path, text.header, list(text.scan_text())))
     with reuse.kept_in_memory():
         for kernel in kernels:
             for l2 in (None, L2Carry.empty(gpu)):
