@@ -25,6 +25,8 @@ Run:
   python bench/bench_refactor.py time
   python bench/bench_refactor.py compile   # numba's first compilation, an empty numba cache
   python bench/bench_refactor.py cold-pair # both paper sets at once, empty numba cache
+  python bench/bench_refactor.py inlining  # the units compiled with and without
+                                           # core.numba_inlining: CPU s, machine code
   python bench/bench_refactor.py runs SET [GPU]   # issue-model runs of one configuration
   python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare, printed
                                                        # (RESULTS' section is by hand)
@@ -259,6 +261,58 @@ def cold_pair() -> dict:
             "records": [o["records"] for o in outs]}
 
 
+def compile_units(numba_own: bool) -> dict:
+    """CPU seconds of each unit's first compilation (``simfront.core.jit``; run with an
+    empty ``NUMBA_CACHE_DIR``) and a digest of the machine code of every compiled signature
+    of simfront's compiled modules; ``numba_own``: with numba's own copies of inlined IR
+    (``core.numba_inlining`` left out)."""
+    import contextlib
+    import re
+
+    import numba
+
+    from simfront.core import jit
+    from simfront.sim.model import cache, issue, simulate
+    from simfront.traces import instructions, reader
+
+    if numba_own:
+        jit.shared_scope_copies = contextlib.nullcontext
+    cpu = {}
+    for unit in (simulate.MODEL, reader.SCANNER):
+        c0 = _cpu()
+        jit.first_use(unit)
+        cpu[unit.name] = _cpu() - c0
+    code = {}
+    for mod in (issue, cache, instructions, simulate):
+        for name, f in sorted(vars(mod).items()):
+            if isinstance(f, numba.core.registry.CPUDispatcher) \
+                    and f.py_func.__module__ == mod.__name__:
+                for sig, asm in f.inspect_asm().items():
+                    # names carry per-process hashes (constants) and compile counts
+                    asm = re.sub(r"\"?\.bytes\.-?\d+\"?", ".bytes.N", asm)
+                    asm = re.sub(r"B\d+v\d+B", "BvB", asm)
+                    code[f"{mod.__name__}.{name}{sig}"] = \
+                        hashlib.sha256(asm.encode()).hexdigest()
+    return {"cpu_s": cpu, "code": code}
+
+
+def inlining() -> dict:
+    """``compile_units`` both ways, one after the other, each in a fresh process with an
+    empty numba cache and model cache: their compile CPU seconds, and whether every
+    compiled signature's machine code is the same."""
+    runs = {}
+    for way in ("shared", "numba"):
+        with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as c:
+            env = {**os.environ, "NUMBA_CACHE_DIR": numba_dir, "SIMFRONT_CACHE": c}
+            out = subprocess.run([sys.executable, __file__, "_units", way], cwd=REPO_ROOT,
+                                 env=env, capture_output=True, text=True, check=True).stdout
+        runs[way] = json.loads(out.strip().splitlines()[-1])
+    a, b = runs["shared"]["code"], runs["numba"]["code"]
+    return {"cpu_s": {way: r["cpu_s"] for way, r in runs.items()},
+            "signatures": len(a), "same_machine_code": a == b,
+            "differ": sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))}
+
+
 def _cold(name: str) -> dict:
     recs, _ = run_set(name, "h100")
     return {"cpu_s": _cpu(), "records": len(recs)}
@@ -317,6 +371,9 @@ def main(argv: list[str]) -> int:
     sub.add_parser("compile")
     sub.add_parser("_compile")
     sub.add_parser("cold-pair")
+    sub.add_parser("inlining")
+    units = sub.add_parser("_units")
+    units.add_argument("way", choices=("shared", "numba"))
     cold = sub.add_parser("_cold")
     cold.add_argument("set")
     one = sub.add_parser("_one")
@@ -360,6 +417,12 @@ def main(argv: list[str]) -> int:
         return 0
     if args.cmd == "_cold":
         print(json.dumps(_cold(args.set)))
+        return 0
+    if args.cmd == "_units":
+        print(json.dumps(compile_units(args.way == "numba")))
+        return 0
+    if args.cmd == "inlining":
+        print(json.dumps(inlining(), indent=1))
         return 0
     if args.cmd == "cold-pair":
         print(json.dumps(cold_pair(), indent=1))

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from simfront.core.numba_inlining import shared_scope_copies
 from simfront.core.paths import cache_root
 
 
@@ -61,7 +62,8 @@ def first_use(unit: Unit, wait: bool = True) -> bool:
             # the holder is stuck (a process stopped with ^Z): compile here rather than wait
         _warm.add(unit.name)  # before warming: its own uses inside ``warm`` return at once
         try:
-            unit.warm()
+            with shared_scope_copies():
+                unit.warm()
         except BaseException:
             _warm.discard(unit.name)
             raise
