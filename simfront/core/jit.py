@@ -1,7 +1,8 @@
 """numba's first compilation, shared among the processes of one machine.
 
 simfront's compiled parts (each a *unit*: the trace scanner, the timing model) take about 20
-and 30 s of one core to compile on a fresh checkout, and well under a second to load from
+and 25 s of one core to compile on a fresh checkout (numba's inliner made cheaper while they
+compile: :mod:`simfront.core.numba_inlining`), and well under a second to load from
 numba's cache on disk (``cache=True``) once one process wrote it. Left alone, every process
 that starts at once compiles every unit itself: a sweep's two workers on two cores spend
 their first 50 s compiling the same code side by side.
@@ -73,7 +74,7 @@ def first_use(unit: Unit, wait: bool = True) -> bool:
             os.close(fd)  # releases the lock
 
 
-#: the longest a process waits for another to compile a unit (compiling takes 20-30 s of
+#: the longest a process waits for another to compile a unit (compiling takes 20-25 s of
 #: one core) before it compiles the unit itself
 WAIT_S = 600.0
 
