@@ -73,6 +73,23 @@ def test_good_file_parses_and_expands(tmp_path):
     assert len({j.config_hash for j in plan.jobs}) == 6
 
 
+def test_jobs_are_ordered_for_a_pool_of_as_many_workers_as_sets(tmp_path):
+    """Configurations outermost, each set's turned back by its place: adjacent jobs are
+    different sets (their trace passes side by side), and a configuration's jobs of two sets
+    lie sets + 1 apart (the later reads the earlier's issue-model runs from disk)."""
+    jobs = plan_sweep(load_sweep(_write(tmp_path, GOOD))).jobs
+    sets = sorted({j.workload for j in jobs})
+    assert len(sets) == 2
+    assert len({(j.workload, j.config_hash) for j in jobs}) == len(jobs) == 2 * 6
+    for i in range(len(jobs) - 1):
+        assert jobs[i].workload != jobs[i + 1].workload
+    where: dict[str, list[int]] = {}
+    for i, j in enumerate(jobs):
+        where.setdefault(j.config_hash, []).append(i)
+    assert sorted(len(p) for p in where.values()) == [2] * 6
+    assert all(abs(a - b) >= len(sets) + 1 for a, b in where.values())
+
+
 def test_job_ids_follow_content_not_names(tmp_path):
     a = plan_sweep(load_sweep(_write(tmp_path, GOOD, "a.yaml")))
     renamed = GOOD.replace("name: scan", "name: renamed").replace("l2-and-sms", "other")
