@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from simfront.core.atomic import write_text
 from simfront.core.errors import InputError
 from simfront.core.provenance import sha256_code, sha256_file
 from simfront.traces import decoded
@@ -204,10 +205,7 @@ def kernel_stats(kernel: KernelTrace, footprint: bool = True) -> KernelStats:
     stats = _counted(kernel, footprint)
     if path is not None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(asdict(stats)))
-            os.replace(tmp, path)
+            write_text(path, json.dumps(asdict(stats)))
         except OSError:
             pass  # a cache that cannot be written only costs time
     return stats
