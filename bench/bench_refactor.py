@@ -28,6 +28,8 @@ Run:
   python bench/bench_refactor.py inlining  # the units compiled with and without
                                            # core.numba_inlining: CPU s, machine code
   python bench/bench_refactor.py runs SET [GPU]   # issue-model runs of one configuration
+  python bench/bench_refactor.py order     # the demo's sweep in the plan's job order and
+                                           # configuration by configuration: runs made
   python bench/bench_refactor.py [--baseline A.jsonl]   # time + dump + compare, printed
                                                        # (RESULTS' section is by hand)
 """
@@ -203,11 +205,8 @@ def time_fresh() -> dict:
     one, h100-tv4 in the next (the first's prepared kernels on disk), h100-l2-25mb in a
     third (another cache geometry: a new trace pass, from the decoded traces on disk)."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "SIMFRONT_CACHE": tmp}
-        runs = [json.loads(subprocess.run(
-            [sys.executable, __file__, "_time", *vs], cwd=REPO_ROOT, env=env,
-            capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
-            for vs in (("h100", "h100-tv8"), ("h100-tv4",), ("h100-l2-25mb",))]
+        runs = [_fresh(["_time", *vs], SIMFRONT_CACHE=tmp)
+                for vs in (("h100", "h100-tv8"), ("h100-tv4",), ("h100-l2-25mb",))]
     return {"imports_cpu_s": runs[0]["imports_cpu_s"], "records": runs[0]["records"],
             "first_cpu_s": runs[0]["cpu_s"][0], "second_cpu_s": runs[0]["cpu_s"][1],
             "other_process_cpu_s": runs[1]["cpu_s"][0],
@@ -237,10 +236,16 @@ def compile_fresh() -> dict:
     """``compile_one`` in a fresh process whose numba cache is empty."""
     with tempfile.TemporaryDirectory() as tmp:
         # the decoded-trace cache off too: a decoded copy would spare the scanner its compile
-        env = {**os.environ, "NUMBA_CACHE_DIR": tmp, "SIMFRONT_MODEL_CACHE": "off",
-               "SIMFRONT_TRACE_CACHE": "off"}
-        out = subprocess.run([sys.executable, __file__, "_compile"], cwd=REPO_ROOT, env=env,
-                             capture_output=True, text=True, check=True).stdout
+        return _fresh(["_compile"], NUMBA_CACHE_DIR=tmp, SIMFRONT_MODEL_CACHE="off",
+                      SIMFRONT_TRACE_CACHE="off")
+
+
+def _fresh(args: list[str], **env: str) -> dict:
+    """This script's ``args`` in a fresh process with ``env`` added to this one's: the
+    JSON its last line prints."""
+    out = subprocess.run([sys.executable, __file__, *args], cwd=REPO_ROOT,
+                         env={**os.environ, **env}, capture_output=True, text=True,
+                         check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -303,14 +308,62 @@ def inlining() -> dict:
     runs = {}
     for way in ("shared", "numba"):
         with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as c:
-            env = {**os.environ, "NUMBA_CACHE_DIR": numba_dir, "SIMFRONT_CACHE": c}
-            out = subprocess.run([sys.executable, __file__, "_units", way], cwd=REPO_ROOT,
-                                 env=env, capture_output=True, text=True, check=True).stdout
-        runs[way] = json.loads(out.strip().splitlines()[-1])
+            runs[way] = _fresh(["_units", way], NUMBA_CACHE_DIR=numba_dir, SIMFRONT_CACHE=c)
     a, b = runs["shared"]["code"], runs["numba"]["code"]
     return {"cpu_s": {way: r["cpu_s"] for way, r in runs.items()},
             "signatures": len(a), "same_machine_code": a == b,
             "differ": sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))}
+
+
+def sweep_in_order(way: str, out: Path) -> dict:
+    """The demo's sweep (``simfront.analysis.demo``: the paper-size steps, its ratios, the
+    local pool) into ``out`` in this process, its jobs in the plan's order (``turned``) or
+    configuration by configuration with the sets side by side (``configurations``): wall
+    and CPU seconds, the issue-model runs made (counted in a file the workers append to),
+    and a digest of its records."""
+    import itertools
+
+    import pandas as pd
+
+    from simfront.analysis.demo import DEFAULT_RATIOS, sample_trace_sets, write_sweep_file
+    from simfront.analysis.studies import load_sweep_records
+    from simfront.sim.model import simulate
+    from simfront.sweep import plan
+    from simfront.sweep.runner import Sweep
+
+    if way == "configurations":
+        plan._job_order = lambda gpus, traces: itertools.product(gpus, traces)
+    log = out / "runs.count"
+    inner = simulate.run_sm
+
+    def counted(*args):
+        with open(log, "a") as f:
+            f.write("1\n")
+        return inner(*args)
+
+    simulate.run_sm = counted  # the local pool's workers are forks of this process
+    sweep_file = write_sweep_file(out / "sweep.yaml", sample_trace_sets(), DEFAULT_RATIOS)
+    t0 = time.perf_counter()
+    sweep = Sweep.open(sweep_file)
+    sweep.run(progress=False)
+    wall = time.perf_counter() - t0
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rec = load_sweep_records(sweep.results_path).drop(columns=list(VOLATILE))
+    rec = rec.sort_values(["workload", "config", "kernel_id"]).reset_index(drop=True)
+    text = rec[sorted(rec.columns)].to_csv(index=False, float_format="%r")
+    return {"wall_s": wall, "cpu_s": children.ru_utime + children.ru_stime,
+            "runs": sum(1 for _ in open(log)), "records": len(rec),
+            "digest": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def job_order() -> dict:
+    """``sweep_in_order`` both ways, one after the other, each in a fresh process with an
+    empty model cache (numba's as it is)."""
+    runs = {}
+    for way in ("turned", "configurations"):
+        with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as out:
+            runs[way] = _fresh(["_order", way, out], SIMFRONT_CACHE=cache)
+    return {**runs, "same_records": runs["turned"]["digest"] == runs["configurations"]["digest"]}
 
 
 def _cold(name: str) -> dict:
@@ -372,6 +425,10 @@ def main(argv: list[str]) -> int:
     sub.add_parser("_compile")
     sub.add_parser("cold-pair")
     sub.add_parser("inlining")
+    sub.add_parser("order")
+    order = sub.add_parser("_order")
+    order.add_argument("way", choices=("turned", "configurations"))
+    order.add_argument("out", type=Path)
     units = sub.add_parser("_units")
     units.add_argument("way", choices=("shared", "numba"))
     cold = sub.add_parser("_cold")
@@ -420,6 +477,12 @@ def main(argv: list[str]) -> int:
         return 0
     if args.cmd == "_units":
         print(json.dumps(compile_units(args.way == "numba")))
+        return 0
+    if args.cmd == "_order":
+        print(json.dumps(sweep_in_order(args.way, args.out)))
+        return 0
+    if args.cmd == "order":
+        print(json.dumps(job_order(), indent=1))
         return 0
     if args.cmd == "inlining":
         print(json.dumps(inlining(), indent=1))

@@ -202,8 +202,8 @@ def _job_order(gpus: list, traces: list) -> Iterator[tuple[Any, Any]]:
     at once; and one configuration's jobs of two sets lie as many jobs apart as there are
     sets and one more, so that with no more workers than sets the later starts once the
     earlier is done and finds on disk the issue-model runs of the kernels they share (the
-    paper-size Mamba1 step, after the Mamba2 one at the same configuration, makes 209 runs
-    instead of 349)."""
+    paper-size Mamba1 step on ``h100-tv4`` after the Mamba2 one makes 194 runs instead of
+    330; bench/RESULTS.md, *Model speed and the refactor*)."""
     for k in range(len(gpus)):
         for s, trace in enumerate(traces):
             yield gpus[(k - s) % len(gpus)], trace
