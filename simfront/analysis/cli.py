@@ -3,6 +3,7 @@
     simfront analyze characterize NCU.csv|DIR...   hardware characterization from ncu
                                                    (DIR: *.ncu.csv, or a trace set's ncu-configs.csv)
     simfront analyze balance SWEEP.h5              the tensor:vector balance study
+    simfront analyze design SWEEP.h5               what each GPU axis of a sweep buys
     simfront analyze correlate SWEEP.h5 NCU.csv    simulated against measured cycles
     simfront analyze threeway SWEEP.h5...          model vs Accel-Sim vs H100, what-ifs
     simfront analyze whatif TRACE_SET              model what-ifs against hardware what-ifs
@@ -25,6 +26,7 @@ from simfront.analysis.ablation import compare as ablation_compare
 from simfront.analysis.ablation import render_markdown as ablation_markdown
 from simfront.analysis.correlate import base_config_records, correlate
 from simfront.analysis.demo import run_demo
+from simfront.analysis.design import axis_points, design_study
 from simfront.analysis.occupancy import compare as occupancy_compare
 from simfront.analysis.occupancy import render_markdown as occupancy_markdown
 from simfront.analysis.report import Report
@@ -127,6 +129,61 @@ def balance_cmd(sweep: Path, ratio_column: str | None, baseline: float | None, m
                     vector_bounds=vector_bounds)
         h, m = rep.write()
         click.echo(f"report: {h} and {m}", err=True)
+
+
+@analyze.command("design")
+@click.argument("sweep", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--base", "base_gpu", default="h100", show_default=True,
+              help="GPU whose own values are the base point, where a configuration's name "
+                   "does not say (BASE[...]).")
+@click.option("--min-gain", type=float, default=0.02, show_default=True,
+              help="Gain per doubling of a resource below which more of it stops paying.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Also write a report (HTML + Markdown + PNGs) here.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def design_cmd(sweep: Path, base_gpu: str, min_gain: float, out: Path | None,
+               as_json: bool) -> None:
+    """What each GPU parameter a sweep varies buys the step: along each axis with the others
+    at the base GPU's own values, and where more stops paying at every other combination."""
+    from simfront.analysis.studies import add_design, load_sweep_records
+    from simfront.stats.h5store import read_jobs
+
+    points, base = axis_points(read_jobs(sweep), base_gpu)
+    results = design_study(load_sweep_records(sweep, base_gpu=base_gpu), points, base,
+                           min_gain=min_gain)
+    if as_json:
+        click.echo(_json_out({k: r.summary() for k, r in results.items()}))
+    else:
+        for name, r in results.items():
+            click.echo(f"== {name}: {len(r.points)} configurations, base "
+                       + ", ".join(f"{a}={r.base[a]:g}" if not isinstance(r.base[a], str)
+                                   else f"{a}={r.base[a]}" for a in r.axes))
+            for a in r.axes:
+                click.echo(f"-- {a}, the others at the base:")
+                click.echo(r.along[a].reset_index(drop=True)
+                           .to_string(float_format="{:.4g}".format))
+                if isinstance(r.along[a]["value"].iloc[0], str):
+                    click.echo("   a choice, not a quantity: nothing to stop paying")
+                    continue
+                at = r.pays[a]
+                here = at.loc[at["at_base"], "stops_paying"].iloc[0]
+                spread = sorted({_fmt_value(v) for v in at["stops_paying"]})
+                click.echo(f"   stops paying (<{min_gain:.0%}/doubling) from "
+                           f"{_fmt_value(here)} at the base; over the other axes' "
+                           f"{len(at)} combinations: {', '.join(spread)}")
+            for n in r.notes:
+                click.echo(f"note: {n}")
+    if out is not None:
+        rep = Report("Design-space study", Path(out), provenance={"sweep": str(sweep)})
+        add_design(rep, results)
+        h, m = rep.write()
+        click.echo(f"report: {h} and {m}", err=True)
+
+
+def _fmt_value(v) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "none (the last step pays)"
+    return f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
 @analyze.command("correlate")

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from simfront.analysis.design import AXES, along_axis  # noqa: E402
 from simfront.core.categories import CATEGORIES  # noqa: E402
 
 CAT_COLORS = dict(zip(CATEGORIES, plt.get_cmap("tab10").colors))
@@ -286,3 +287,47 @@ def correlation(corr) -> plt.Figure:
     ax.set_title(f"{len(m)} kernels: MAPE {corr.mape:.1%}, Pearson {corr.pearson:.3f}")
     ax.legend(fontsize=7)
     return fig
+
+
+# --------------------------------------------------------------------------- design space
+
+
+def design_axes(res) -> plt.Figure:
+    """A design study (``simfront.analysis.design.DesignResult``): the step's speedup over
+    the base along each axis, more of the resource to the right; the line through the base
+    point bold, the same axis at every other combination of the other axes faint."""
+    fig, axs = plt.subplots(1, len(res.axes), figsize=(4.2 * len(res.axes), 3.4),
+                            squeeze=False)
+    for ax, a in zip(axs[0], res.axes):
+        others = [o for o in res.axes if o != a]
+        combos = res.points[others].drop_duplicates().to_dict("records") if others else [{}]
+        for combo in combos:
+            line = along_axis(res.points, a, combo)
+            at_base = all(combo[k] == res.base[k] for k in others)
+            ax.plot(_positions(line["value"]), line["speedup"], marker="o" if at_base else None,
+                    color="#d62728" if at_base else "#7f7f7f", lw=2 if at_base else 0.7,
+                    alpha=1 if at_base else 0.5, zorder=3 if at_base else 1)
+        ticks = along_axis(res.points, a, res.base)["value"]
+        ax.set_xticks(_positions(ticks), [f"{v:g}" if not isinstance(v, str) else v
+                                          for v in ticks])
+        axis = AXES.get(a)
+        if axis is not None and axis.less_is_more:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(_positions(ticks), [f"{v:g}" for v in ticks])
+            ax.minorticks_off()
+            ax.invert_xaxis()
+        ax.set_xlabel((axis.label if axis else a) + (" (more vector to the right)"
+                                                      if axis and axis.less_is_more else ""))
+        ax.axhline(1.0, color="k", lw=0.5)
+        ax.grid(alpha=0.3)
+    axs[0][0].set_ylabel("step speedup over the base")
+    fig.suptitle(f"{res.workload}: what each axis buys (bold: the others at the base)")
+    fig.tight_layout()
+    return fig
+
+
+def _positions(values: pd.Series) -> list:
+    """Where an axis's values sit: the values themselves, or their order where not numbers."""
+    vals = list(values)
+    return list(range(len(vals))) if any(isinstance(v, str) for v in vals) else vals
+

@@ -17,6 +17,7 @@ from simfront.analysis.balance import BalanceResult, H100_RATIO, balance_study
 from simfront.analysis.bound import AnalyticBound, analytic_bound, pipe_time_envelope
 from simfront.analysis.characterize import Characterization, characterize
 from simfront.analysis.correlate import Correlation
+from simfront.analysis.design import AXES
 from simfront.analysis.report import Report
 from simfront.core.categories import CATEGORY_DOC, kernel_category, short_name
 from simfront.core.errors import ConfigError, InputError
@@ -132,6 +133,10 @@ def load_sweep_records(path: str | Path, ratio_column: str | None = None,
                              f"{', '.join(map(str, bad))}; name a column with --ratio-column", path)
     elif "ratio" not in rec:
         rec = rec.assign(ratio=rec["tensor_vector_ratio"].astype(float))
+    if jobs is not None and "params" in jobs and "job_id" in rec:
+        points = other_gpu_params(jobs)
+        if points:
+            rec = rec.assign(gpu_point=rec["job_id"].map(points))
     if "kernel_name" in rec:
         rec["short_name"] = rec["kernel_name"].astype(str).map(short_name)
         if "category" not in rec:
@@ -139,17 +144,37 @@ def load_sweep_records(path: str | Path, ratio_column: str | None = None,
     return rec.reset_index(drop=True)
 
 
+def other_gpu_params(jobs: pd.DataFrame) -> dict[str, str]:
+    """Per job, the GPU parameters other than the tensor:vector ratio that the sweep's jobs
+    vary (``l2_size=25 MiB, sm_count=33``), where any do: a balance study is made at each
+    such point, never averaged over them."""
+    params = {j: json.loads(p) if isinstance(p, str) and p else {}
+              for j, p in zip(jobs["job_id"], jobs["params"])}
+    keys = sorted({k for p in params.values() for k in p} - {*RATIO_COLUMNS, "ratio_mode"})
+    varying = [k for k in keys
+               if len({json.dumps(p.get(k), sort_keys=True) for p in params.values()}) > 1]
+    if not varying:
+        return {}
+    return {j: ", ".join(f"{k}={p.get(k)}" for k in varying) for j, p in params.items()}
+
+
 def balance_per_workload(rec: pd.DataFrame, pool: str | None = None,
                          **kw: Any) -> dict[str, BalanceResult]:
-    """One balance study per workload (and backend, when a sweep holds several). With
-    ``pool`` set, the workloads are taken as parts of one step and studied together under
-    that name (per backend)."""
+    """One balance study per workload (and backend, when a sweep holds several, and GPU
+    point, when the sweep varies other GPU parameters besides the ratio: ``gpu_point``).
+    With ``pool`` set, the workloads are taken as parts of one step and studied together
+    under that name (per backend)."""
     out: dict[str, BalanceResult] = {}
     groups = [c for c in ("workload", "backend") if c in rec and not (pool and c == "workload")]
-    for key, g in (rec.groupby(groups) if groups else [("all", rec)]):
-        name = "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
+    point = "gpu_point" in rec and rec["gpu_point"].nunique() > 1
+    for key, g in (rec.groupby(groups + (["gpu_point"] if point else []))
+                   if groups or point else [("all", rec)]):
+        key = key if isinstance(key, tuple) else (key,)
+        name = "/".join(map(str, key[:len(groups)])) if groups else "all"
         if pool:
             name = f"{pool}/{name}" if groups else pool
+        if point:
+            name = f"{name} [{key[-1]}]"
         res = balance_study(g, **kw)
         names = g.drop_duplicates(["workload", "kernel_uid"] if "kernel_uid" in g else
                                   ["kernel_name"])
@@ -434,3 +459,54 @@ def add_correlation(report: Report, corr: Correlation, label: str | None = None)
 
 def _slug(s: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in s)
+
+
+def add_design(report: Report, results: dict) -> None:
+    """The design study's sections (``simfront.analysis.design``): per workload, what each
+    axis buys along it with the others at the base, where it stops paying at every other
+    combination, and which kernel categories gain."""
+    for name, res in results.items():
+        s = report.section(f"{name}: what each GPU parameter buys")
+        base = ", ".join(f"{_axis_label(a)} {_fmt(res.base[a])}" for a in res.axes)
+        s.text(f"{len(res.points)} configurations over {', '.join(map(_axis_label, res.axes))}; "
+               f"the base is {base}. Speedups are the step's time at the base over its time "
+               f"there; *stops paying from*: the value from which more of the resource gains "
+               f"less than {res.min_gain:.0%} of step time per doubling (none: the last step "
+               "still pays).")
+        report.add_figure(s, plots.design_axes(res), f"design_{_slug(name)}",
+                          "Step speedup along each axis")
+        for a in res.axes:
+            label = _axis_label(a)
+            along = res.along[a].reset_index(drop=True).rename(columns={"value": label})
+            s.table(along, f"{label}, the other axes at the base ({res.unit})")
+            pays = res.pays[a].drop(columns=["points"]).rename(
+                columns={"stops_paying": "stops paying from", **{o: _axis_label(o)
+                                                                  for o in res.axes}})
+            s.table(pays, f"{label}: where more stops paying, at each combination of the "
+                    "other axes")
+            _add_category_gains(s, res.categories[a], label, res.base[a])
+        for note in res.notes:
+            s.text(f"Note: {note}")
+
+
+def _add_category_gains(s, cats: pd.DataFrame, label: str, base: Any) -> None:
+    """Each kernel category's speedup along an axis over its first value, and its share of
+    the step at the base."""
+    if len(cats) < 2:
+        return
+    speed = (cats.iloc[0] / cats).T
+    speed.columns = [f"{label} {_fmt(v)}" for v in cats.index]
+    at_base = cats.loc[base] if base in cats.index else cats.iloc[0]
+    speed.insert(0, "share at base", at_base / at_base.sum())
+    s.table(speed, f"Kernel categories along {label}: speedup over {label} "
+            f"{_fmt(cats.index[0])}")
+
+
+def _fmt(v: Any) -> str:
+    return v if isinstance(v, str) else f"{v:g}"
+
+
+def _axis_label(a: str) -> str:
+    axis = AXES.get(a)
+    return axis.label if axis else a
+

@@ -1,0 +1,36 @@
+"""The paper step's log-softmax on fewer SMs of the H200 (bench/device/softmax_l2.sh, data in
+bench/data/device/softmax_l2/; bench/RESULTS.md, *The loss kernels' rows on fewer SMs*):
+its rows' re-reads hit the L2 once the rows in flight fit, on the hardware and in the
+model."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from simfront.core.paths import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "bench"))
+import bench_loss_l2 as loss  # noqa: E402  (bench/bench_loss_l2.py)
+
+LOGITS_GB = 8192 * 50280 * 4 / 1e9
+
+
+@pytest.fixture(scope="module")
+def table():
+    return loss.hardware().merge(loss.model(), on=["kernel", "sms"]).set_index(["kernel", "sms"])
+
+
+def test_the_h200_reads_each_row_once_only_where_the_rows_in_flight_fit(table):
+    fwd = table.loc["forward"]
+    # 264 rows of 201 KB on 132 SMs do not fit 60 MiB: the logits read 2.7 times
+    assert fwd.loc[132, "hw_dram_gb"] > 2.5 * LOGITS_GB
+    # 64 rows on 32 SMs do: read once (ncu's bytes within 1% of the tensor's)
+    assert fwd.loc[32, "hw_dram_gb"] == pytest.approx(LOGITS_GB, rel=0.01)
+    assert list(fwd["hw_dram_gb"]) == sorted(fwd["hw_dram_gb"], reverse=True)
+
+
+def test_the_model_reads_what_the_h200_reads_at_every_sm_count(table):
+    err = (table["model_dram_gb"] / table["hw_dram_gb"] - 1).abs()
+    assert err.max() < 0.10, err
