@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from simfront.analysis.balance import balance_study
-from simfront.analysis.design import axis_points, design_study, where_it_pays
+from simfront.analysis.design import along_axis, axis_points, design_study, where_it_pays
 from simfront.analysis.studies import balance_per_workload, load_sweep_records
 from simfront.cli import cli
 from simfront.core.errors import InputError
@@ -131,6 +131,26 @@ def test_cli_design_prints_json_and_writes_a_report(sweep_h5, tmp_path):
     md = (out / "report.md").read_text()
     assert "what each GPU parameter buys" in md and "stops paying from" in md
     assert (out / "figures" / "design_scan_model.png").stat().st_size > 0
+
+
+def test_report_on_a_design_sweep_has_both_studies(sweep_h5, tmp_path):
+    out = tmp_path / "rep"
+    r = CliRunner().invoke(cli, ["report", "--out", str(out), "--sweep", str(sweep_h5)])
+    assert r.exit_code == 0, r.output
+    md = (out / "report.md").read_text()
+    assert "scan/model: what each GPU parameter buys" in md
+    assert "[l2_size=50 MiB, sm_count=132]" in md       # a balance study at each point
+
+
+def test_a_shorter_fixed_cost_is_more_and_sorts_after_a_longer():
+    jobs = pd.DataFrame({"config": ["a", "b"], "ok": [True, True],
+                         "params": [json.dumps({"empty_kernel_ns": v}) for v in (576, 896)]})
+    points, base = axis_points(jobs)
+    assert base == {"empty_kernel_ns": 896.0}            # the H100's own
+    pts = points.assign(time=[0.9, 1.0], speedup=[1.0 / 0.9, 1.0])
+    line = along_axis(pts, "empty_kernel_ns", base)
+    assert list(line["value"]) == [896.0, 576.0]
+    assert line["gain"].iloc[1] == pytest.approx((1 / 0.9 - 1) / np.log2(896 / 576))
 
 
 def test_a_sweep_that_varies_no_gpu_parameter_is_refused(tmp_path):

@@ -34,6 +34,7 @@ from simfront.analysis.threeway_cli import threeway_cmd
 from simfront.analysis.wallclock import sweep_step_shares
 from simfront.analysis.whatif import DEFAULT_L2, compare, render_markdown, summary
 from simfront.core.atomic import write_text
+from simfront.core.errors import InputError
 from simfront.core.ncu import read_ncu_csv
 
 
@@ -180,6 +181,20 @@ def design_cmd(sweep: Path, base_gpu: str, min_gain: float, out: Path | None,
         click.echo(f"report: {h} and {m}", err=True)
 
 
+def _design_of(sweep: Path, rec: pd.DataFrame) -> dict:
+    """The design study of a sweep whose GPU varies in more than the tensor:vector ratio
+    (nothing for a ratio sweep, whose balance study says it all)."""
+    from simfront.stats.h5store import read_jobs
+
+    try:
+        points, base = axis_points(read_jobs(sweep))
+    except InputError:
+        return {}
+    if set(points.columns) <= {"tensor_vector_ratio"}:
+        return {}
+    return design_study(rec, points, base)
+
+
 def _fmt_value(v) -> str:
     if v is None or (isinstance(v, float) and v != v):
         return "none (the last step pays)"
@@ -308,7 +323,7 @@ def lengths_cmd(inputs: tuple[Path, ...], condition: str, out: Path | None,
               help="ncu CSV or directory of them: the characterization section.")
 @click.option("--sweep", "sweeps", multiple=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Sweep HDF5 over tensor:vector ratios: the balance section.")
+              help="Sweep HDF5: the balance section (and the design study where the GPU varies in more than the ratio).")
 @click.option("--ratio-column", default=None, help="Records column holding the ratio.")
 @click.option("--correlate", "corr_ncu", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="ncu CSV of the swept step: the correlation section (baseline config).")
@@ -316,7 +331,7 @@ def lengths_cmd(inputs: tuple[Path, ...], condition: str, out: Path | None,
 def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> None:
     """Write a self-contained HTML page and Markdown with PNG figures."""
     from simfront.analysis.studies import (add_balance, add_balance_summary,
-                                           add_characterization, add_correlation,
+                                           add_characterization, add_correlation, add_design,
                                            balance_per_workload, characterize_ncu,
                                            load_sweep_records)
 
@@ -325,13 +340,19 @@ def report_cmd(out: Path, ncu_paths, sweeps, ratio_column, corr_ncu, title) -> N
     rep = Report(title, Path(out), provenance={"ncu": [str(p) for p in ncu_paths],
                                                "sweeps": [str(s) for s in sweeps]})
     recs = [load_sweep_records(sw, ratio_column) for sw in sweeps]
-    studied = [(rec, balance_per_workload(rec)) for rec in recs]
-    if studied:  # the answer first: the summary across every swept workload
+    # a sweep of one ratio (L2 and SMs, say) has no balance study, only its design study
+    studied = [(rec, balance_per_workload(rec) if rec["ratio"].nunique() > 1 else {})
+               for rec in recs]
+    if any(res for _, res in studied):  # the answer first: the summary across every workload
         add_balance_summary(rep, {k: v for _, res in studied for k, v in res.items()})
     if ncu_paths:
         add_characterization(rep, characterize_ncu(list(ncu_paths)))
-    for rec, results in studied:
-        add_balance(rep, results, summary=False)
+    for sw, (rec, results) in zip(sweeps, studied):
+        if results:
+            add_balance(rep, results, summary=False)
+        designed = _design_of(sw, rec)
+        if designed:
+            add_design(rep, designed)
         if corr_ncu is not None:
             add_correlation(rep, correlate(base_config_records(rec), read_ncu_csv(corr_ncu)))
     h, m = rep.write()

@@ -11,8 +11,9 @@ axes, since what pays on 132 SMs need not on 33. A sweep's records come in throu
 Axes are read as quantities of the GPU the job ran on (the GPU stage builds it from the
 job's parameters), so that ``"25 MiB"`` and ``26214400`` are one L2 size and a ratio axis
 given as ``"8:1"`` sorts with 16. "More" of an axis is more of the resource: more SMs, more
-L2, more bandwidth, a higher clock, and for the tensor:vector ratio more vector units (a
-lower ratio, read as the vector scale over the base, as the balance study does).
+L2, more bandwidth, a higher clock, a shorter fixed cost a kernel, and for the tensor:vector
+ratio more vector units (a lower ratio, read as the vector scale over the base, as the
+balance study does).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ AXES: dict[str, Axis] = {
     "dram_bandwidth": Axis("DRAM (TB/s)",
                            lambda g: float(derived(g).dram_bandwidth.bytes_per_s) / 1e12),
     "clock": Axis("SM clock (MHz)", lambda g: g.clocks.core.hz / 1e6),
-    "empty_kernel_ns": Axis("empty kernel (ns)", lambda g: float(g.empty_kernel_ns or 0.0)),
+    "empty_kernel_ns": Axis("a kernel's fixed cost (ns)",
+                            lambda g: float(g.empty_kernel_ns or 0.0), less_is_more=True),
 }
 
 
