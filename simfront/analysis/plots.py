@@ -326,6 +326,33 @@ def design_axes(res) -> plt.Figure:
     return fig
 
 
+def design_grid(res, x: str, y: str) -> plt.Figure:
+    """A design study's step speedup over the base on two axes (each cell one
+    configuration, every other axis at the base), more of each resource right and up."""
+    sel = res.points
+    for k in res.axes:
+        if k not in (x, y):
+            sel = sel[sel[k] == res.base[k]]
+    grid = sel.pivot_table(index=y, columns=x, values="speedup")
+    for axis, name in ((grid.columns, x), (grid.index, y)):
+        a = AXES.get(name)
+        order = sorted(axis, reverse=bool(a and a.less_is_more))
+        grid = grid.reindex(**({"columns": order} if axis is grid.columns else {"index": order}))
+    grid = grid.iloc[::-1]                       # more of y at the top
+    fig, ax = plt.subplots(figsize=(1.2 + 1.0 * grid.shape[1], 1.0 + 0.6 * grid.shape[0]))
+    im = ax.imshow(grid.to_numpy(float), cmap="RdYlGn", vmin=min(grid.min().min(), 0.99),
+                   vmax=max(grid.max().max(), 1.01), aspect="auto")
+    for (i, j), v in np.ndenumerate(grid.to_numpy(float)):
+        ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(grid.shape[1]), [f"{v:g}" for v in grid.columns])
+    ax.set_yticks(range(grid.shape[0]), [f"{v:g}" for v in grid.index])
+    ax.set_xlabel(AXES[x].label if x in AXES else x)
+    ax.set_ylabel(AXES[y].label if y in AXES else y)
+    fig.colorbar(im, ax=ax, label="step speedup over the base")
+    ax.set_title(f"{res.workload}: {x} x {y}, the others at the base", fontsize=9)
+    return fig
+
+
 def _positions(values: pd.Series) -> list:
     """Where an axis's values sit: the values themselves, or their order where not numbers."""
     vals = list(values)

@@ -475,6 +475,13 @@ def add_design(report: Report, results: dict) -> None:
                "still pays).")
         report.add_figure(s, plots.design_axes(res), f"design_{_slug(name)}",
                           "Step speedup along each axis")
+        numeric = [a for a in res.axes if not isinstance(res.base[a], str)]
+        for i, x in enumerate(numeric):
+            for y in numeric[i + 1:]:
+                report.add_figure(s, plots.design_grid(res, x, y),
+                                  f"design_{_slug(name)}_{x}_{y}",
+                                  f"Step speedup over {_axis_label(x)} and {_axis_label(y)}, "
+                                  "the others at the base")
         for a in res.axes:
             label = _axis_label(a)
             along = res.along[a].reset_index(drop=True).rename(columns={"value": label})
