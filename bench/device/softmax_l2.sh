@@ -14,3 +14,14 @@ for n in $SMS; do
     --metrics gpu__time_duration.sum,gpc__cycles_elapsed.max,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,launch__grid_size \
     python3 bench/device/softmax_l2.py --once --sms $n
 done
+# With STALLS=1: where the forward's and backward's warps wait, whole GPU and 64 SMs (ncu's
+# warp-state, scheduler, memory and compute sections), into $OUT/softmax_l2_TAG_smsN_stalls.csv
+if [ "${STALLS:-0}" = 1 ]; then
+  for n in 132 64; do
+    ncu_csv $OUT/softmax_l2_${TAG}_sms${n}_stalls.csv --kernel-name regex:SoftMax --launch-skip 1 \
+      --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
+      --metrics smsp__inst_executed.sum,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,dram__bytes_read.sum \
+      python3 bench/device/softmax_l2.py --once --sms $n
+  done
+fi
