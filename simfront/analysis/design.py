@@ -114,9 +114,11 @@ def _order(v: float | None) -> float:
 
 def axis_points(jobs: pd.DataFrame, base_gpu: str = "h100") -> tuple[pd.DataFrame, dict]:
     """The GPU axes a sweep's jobs vary, as a frame indexed by configuration name (a column
-    per axis), and the base point (the base GPU's own values; where the GPU stage cannot
-    read a parameter, its first value). ``jobs``: the results file's jobs table (``config``,
-    ``params`` as JSON, ``ok``); a configuration named ``BASE[...]`` is built on BASE."""
+    per axis), and the base point (the base GPU's own values, or the swept values nearest
+    them; a choice, or a parameter the GPU stage cannot read: a value that the
+    configurations at the others' base have). ``jobs``: the results file's jobs table
+    (``config``, ``params`` as JSON, ``ok``); a configuration named ``BASE[...]`` is built
+    on BASE."""
     if "params" not in jobs or "config" not in jobs:
         raise InputError("the sweep's jobs table has no 'params' or 'config' column: which "
                          "GPU each job ran on is unknown")
