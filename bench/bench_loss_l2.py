@@ -61,8 +61,8 @@ def hardware(tag: str = "h200") -> pd.DataFrame:
 def model(gpu: str = "h200") -> pd.DataFrame:
     """The model's time, DRAM reads and L2 hit rate of the fit step's two launches of the
     kernels, each alone with its L2 empty, on ``gpu`` at each SM count."""
-    kernels = {op: next(k for k in TraceSet(STEP).kernels() if name in k.header.name)
-               for op, name in OPS.items()}
+    listed = list(TraceSet(STEP).kernels())
+    kernels = {op: next(k for k in listed if name in k.header.name) for op, name in OPS.items()}
     rows = []
     for n in SMS:
         g = with_variants(load_gpu(gpu), sm_count=n)
@@ -80,10 +80,9 @@ def h100_step() -> dict[str, tuple[float, float]]:
     """The H100's ncu of the fit step (whole GPU, 50 MiB): each kernel's DRAM reads (GB) and
     L2 hit rate."""
     ncu = read_ncu_csv(STEP / "ncu.csv")
-    return {op: (float(ncu.loc[ncu["kernel_name"].str.contains(name), "dram_read_bytes"]
-                       .iloc[0]) / 1e9,
-                 float(ncu.loc[ncu["kernel_name"].str.contains(name), "l2_hit_rate"].iloc[0]))
-            for op, name in OPS.items()}
+    rows = {op: ncu[ncu["kernel_name"].str.contains(name)].iloc[0] for op, name in OPS.items()}
+    return {op: (float(r["dram_read_bytes"]) / 1e9, float(r["l2_hit_rate"]))
+            for op, r in rows.items()}
 
 
 def section() -> str:

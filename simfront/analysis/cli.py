@@ -26,7 +26,7 @@ from simfront.analysis.ablation import compare as ablation_compare
 from simfront.analysis.ablation import render_markdown as ablation_markdown
 from simfront.analysis.correlate import base_config_records, correlate
 from simfront.analysis.demo import run_demo
-from simfront.analysis.design import axis_points, design_study
+from simfront.analysis.design import axis_points, design_study, value_text
 from simfront.analysis.occupancy import compare as occupancy_compare
 from simfront.analysis.occupancy import render_markdown as occupancy_markdown
 from simfront.analysis.report import Report
@@ -157,8 +157,7 @@ def design_cmd(sweep: Path, base_gpu: str, min_gain: float, out: Path | None,
     else:
         for name, r in results.items():
             click.echo(f"== {name}: {len(r.points)} configurations, base "
-                       + ", ".join(f"{a}={r.base[a]:g}" if not isinstance(r.base[a], str)
-                                   else f"{a}={r.base[a]}" for a in r.axes))
+                       + ", ".join(f"{a}={value_text(r.base[a])}" for a in r.axes))
             for a in r.axes:
                 click.echo(f"-- {a}, the others at the base:")
                 click.echo(r.along[a].reset_index(drop=True)
@@ -198,7 +197,7 @@ def _design_of(sweep: Path, rec: pd.DataFrame) -> dict:
 def _fmt_value(v) -> str:
     if v is None or (isinstance(v, float) and v != v):
         return "none (the last step pays)"
-    return f"{v:g}" if isinstance(v, (int, float)) else str(v)
+    return value_text(v)
 
 
 @analyze.command("correlate")
@@ -323,7 +322,8 @@ def lengths_cmd(inputs: tuple[Path, ...], condition: str, out: Path | None,
               help="ncu CSV or directory of them: the characterization section.")
 @click.option("--sweep", "sweeps", multiple=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Sweep HDF5: the balance section (and the design study where the GPU varies in more than the ratio).")
+              help="Sweep HDF5: the balance section (and the design study where the GPU "
+                   "varies in more than the ratio).")
 @click.option("--ratio-column", default=None, help="Records column holding the ratio.")
 @click.option("--correlate", "corr_ncu", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="ncu CSV of the swept step: the correlation section (baseline config).")

@@ -17,9 +17,8 @@ from simfront.analysis.bound import analytic_bound, mix_from_traces
 from simfront.analysis.correlate import base_config_records, correlate
 from simfront.analysis.report import Report
 from simfront.analysis.wallclock import step_share
-from simfront.analysis.whatif import (BASE, WHATIF_DIR, available_conditions, compare,
-                                      has_base, panel_section, summary as whatif_summary,
-                                      warm_cache)
+from simfront.analysis.whatif import (available_conditions, compare, has_base, panel_section,
+                                      summary as whatif_summary, warm_cache)
 from simfront.core.errors import BackendError, InputError
 from simfront.core.ncu import read_ncu_csv
 from simfront.core.paths import repo_dir

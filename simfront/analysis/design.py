@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,9 +125,7 @@ def axis_points(jobs: pd.DataFrame, base_gpu: str = "h100") -> tuple[pd.DataFram
     ok = jobs[jobs["ok"].astype(bool)] if "ok" in jobs else jobs
     params = {c: json.loads(p) if isinstance(p, str) and p else {}
               for c, p in zip(ok["config"], ok["params"])}
-    keys = sorted({k for p in params.values() for k in p})
-    written = [k for k in keys
-               if len({json.dumps(p.get(k), sort_keys=True) for p in params.values()}) > 1]
+    written = varying_params(params.values())
     rows, base = {}, {}
     for config, p in params.items():
         gpu = _gpu_of(config, p, base_gpu)
@@ -150,6 +148,19 @@ def axis_points(jobs: pd.DataFrame, base_gpu: str = "h100") -> tuple[pd.DataFram
         if k not in readable and len(at_base):
             base[k] = sorted(at_base[k].unique(), key=str)[0]
     return points, base
+
+
+def varying_params(params: Iterable[dict], leave_out: Iterable[str] = ()) -> list[str]:
+    """The names of the parameters whose written values differ among ``params`` (one dict
+    of variant parameters a configuration), sorted; ``leave_out`` not among them."""
+    params = list(params)
+    keys = sorted({k for p in params for k in p} - set(leave_out))
+    return [k for k in keys if len({json.dumps(p.get(k), sort_keys=True) for p in params}) > 1]
+
+
+def value_text(v: Any) -> str:
+    """An axis value as the tables and the CLI write it."""
+    return v if isinstance(v, str) else f"{v:g}"
 
 
 def config_base(config: str, default: str) -> str:

@@ -334,11 +334,10 @@ def design_grid(res, x: str, y: str) -> plt.Figure:
         if k not in (x, y):
             sel = sel[sel[k] == res.base[k]]
     grid = sel.pivot_table(index=y, columns=x, values="speedup")
-    for axis, name in ((grid.columns, x), (grid.index, y)):
-        a = AXES.get(name)
-        order = sorted(axis, reverse=bool(a and a.less_is_more))
-        grid = grid.reindex(**({"columns": order} if axis is grid.columns else {"index": order}))
-    grid = grid.iloc[::-1]                       # more of y at the top
+    # more of each resource right and up (a lower ratio is more vector units)
+    more_last = {a: sorted(v, reverse=bool(AXES.get(a) and AXES[a].less_is_more))
+                 for a, v in ((x, grid.columns), (y, grid.index))}
+    grid = grid.reindex(index=more_last[y][::-1], columns=more_last[x])
     fig, ax = plt.subplots(figsize=(1.2 + 1.0 * grid.shape[1], 1.0 + 0.6 * grid.shape[0]))
     im = ax.imshow(grid.to_numpy(float), cmap="RdYlGn", vmin=min(grid.min().min(), 0.99),
                    vmax=max(grid.max().max(), 1.01), aspect="auto")

@@ -17,7 +17,7 @@ from simfront.analysis.balance import BalanceResult, H100_RATIO, balance_study
 from simfront.analysis.bound import AnalyticBound, analytic_bound, pipe_time_envelope
 from simfront.analysis.characterize import Characterization, characterize
 from simfront.analysis.correlate import Correlation
-from simfront.analysis.design import AXES
+from simfront.analysis.design import AXES, value_text, varying_params
 from simfront.analysis.report import Report
 from simfront.core.categories import CATEGORY_DOC, kernel_category, short_name
 from simfront.core.errors import ConfigError, InputError
@@ -150,9 +150,7 @@ def other_gpu_params(jobs: pd.DataFrame) -> dict[str, str]:
     such point, never averaged over them."""
     params = {j: json.loads(p) if isinstance(p, str) and p else {}
               for j, p in zip(jobs["job_id"], jobs["params"])}
-    keys = sorted({k for p in params.values() for k in p} - {*RATIO_COLUMNS, "ratio_mode"})
-    varying = [k for k in keys
-               if len({json.dumps(p.get(k), sort_keys=True) for p in params.values()}) > 1]
+    varying = varying_params(params.values(), leave_out=(*RATIO_COLUMNS, "ratio_mode"))
     if not varying:
         return {}
     return {j: ", ".join(f"{k}={p.get(k)}" for k in varying) for j, p in params.items()}
@@ -467,7 +465,7 @@ def add_design(report: Report, results: dict) -> None:
     combination, and which kernel categories gain."""
     for name, res in results.items():
         s = report.section(f"{name}: what each GPU parameter buys")
-        base = ", ".join(f"{_axis_label(a)} {_fmt(res.base[a])}" for a in res.axes)
+        base = ", ".join(f"{_axis_label(a)} {value_text(res.base[a])}" for a in res.axes)
         s.text(f"{len(res.points)} configurations over {', '.join(map(_axis_label, res.axes))}; "
                f"the base is {base}. Speedups are the step's time at the base over its time "
                f"there; *stops paying from*: the value from which more of the resource gains "
@@ -502,15 +500,11 @@ def _add_category_gains(s, cats: pd.DataFrame, label: str, base: Any) -> None:
     if len(cats) < 2:
         return
     speed = (cats.iloc[0] / cats).T
-    speed.columns = [f"{label} {_fmt(v)}" for v in cats.index]
+    speed.columns = [f"{label} {value_text(v)}" for v in cats.index]
     at_base = cats.loc[base] if base in cats.index else cats.iloc[0]
     speed.insert(0, "share at base", at_base / at_base.sum())
     s.table(speed, f"Kernel categories along {label}: speedup over {label} "
-            f"{_fmt(cats.index[0])}")
-
-
-def _fmt(v: Any) -> str:
-    return v if isinstance(v, str) else f"{v:g}"
+            f"{value_text(cats.index[0])}")
 
 
 def _axis_label(a: str) -> str:

@@ -10,9 +10,10 @@ their first 50 s compiling the same code side by side.
 So a unit's first use in a process (:func:`first_use`) runs the unit's ``warm`` function (a
 tiny input through the compiled code) under an exclusive lock on
 ``$SIMFRONT_CACHE/jit/<unit>.lock``: one process compiles while the others wait (up to
-:data:`WAIT_S`, then they compile it themselves), and then load what it wrote. And a process about to work (a model job) first compiles the units no
-other process is compiling yet (:func:`warm_ahead`), so two workers compile the two units at
-the same time instead of both in turn. A unit's ``warm`` must not need another unit, or
+:data:`WAIT_S`, then they compile it themselves), and then load what it wrote. And a
+process about to work (a model job) first compiles the units no other process is compiling
+yet (:func:`warm_ahead`), so two workers compile the two units at the same time instead of
+both in turn. A unit's ``warm`` must not need another unit, or
 the two would be compiled one after the other again.
 
 Nothing here changes what the code computes: a lock that cannot be had (no cache folder, a
