@@ -54,8 +54,10 @@ def _asm(dispatcher) -> str:
 def test_blocks_of_one_function_share_one_copy_of_its_scope():
     blocks = run_frontend(_kernel).blocks
     assert len(blocks) > 3
-    # numba's own way, a deepcopy a block: a copy of the scope each (blocks x variables)
-    assert len({id(copy.deepcopy(b).scope) for b in blocks.values()}) == len(blocks)
+    # numba's own way, a deepcopy a block: a copy of the scope each (blocks x variables);
+    # the copies are kept alive, so that no two share an address by reuse
+    plain = [copy.deepcopy(b) for b in blocks.values()]
+    assert len({id(b.scope) for b in plain}) == len(blocks)
     copies = _BlockCopies(ir.Block)
     copies.memos = {}
     new = {label: copies.deepcopy(b) for label, b in blocks.items()}
