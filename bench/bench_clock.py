@@ -449,11 +449,27 @@ def ssd_table() -> tuple[list[str], dict]:
         def mstall(n):
             return med(lambda i, f: model[n].stall_l2_bandwidth[f] + model[n].stall_sync[f])
 
-        worst[name] = (hw64, m64)
+        worst[name] = {"hw64": hw64, "hw32": hw32, "m64": m64, "m32": m32, "l2": l2,
+                       "stall": mstall(132)}
         rows.append(f"| `{name}` | {len(idx)} | {hw64:.2f} / {hw32:.2f} | {m64:.2f} / {m32:.2f} "
                     f"| {l2:.2f} | {states(132)} | {states(64)} | {mstall(132):.2f} / "
                     f"{mstall(64):.2f} |")
     return rows, worst
+
+
+def ssd_reading(per_kernel: dict[str, dict[str, float]]) -> str:
+    """What the SSD kernels' table says, in its own numbers."""
+    def span(key: str, fmt: str = ".2f") -> str:
+        vals = [v[key] for v in per_kernel.values()]
+        return f"{min(vals):{fmt}}-{max(vals):{fmt}}"
+
+    return ("- **The SSD kernels on fewer SMs.** On the H100 their warps wait for the same "
+            "things per issued instruction on 132 and on 64 SMs (the warp states above), so "
+            f"their cycles follow their blocks: {span('hw64')}x on 64 SMs, {span('hw32')}x on "
+            f"32. The model counts {span('l2')}x ncu's L2 sectors for them, its SM 0 waits on "
+            f"the L2's bandwidth or at barriers {span('stall', '.0%')} of the time on 132 "
+            f"SMs, and their cycles grow {span('m64')}x on 64 SMs and {span('m32')}x on 32 "
+            "(the held-out steps' figures: docs/model.md, *Accuracy*).")
 
 
 def step_section() -> str:
@@ -498,7 +514,7 @@ def step_section() -> str:
              "(`simfront.sim.model.tiles`); *dynamic*: the grid over the resident workers; in "
              "bold the rule the model takes for the GEMM).", ""]
     body += schedule_check(df)
-    ssd, _ = ssd_table()
+    ssd, per_kernel = ssd_table()
     body += ["", "**What the SSD kernels wait on, by SM count** (the Mamba2 box step's Triton "
              "kernels; one more H100 call, `bash bench/device/ssd_stalls.sh` (396 s): ncu's "
              "WarpStateStats and MemoryWorkloadAnalysis sections on 132, 64 and 32 SMs, "
@@ -539,20 +555,7 @@ def step_section() -> str:
              "192x192 10%) and up to 9% more on 32: their tiles take more cycles at the "
              "higher clock, which the model's tile does not (why is not measured: an L2 "
              "that keeps its own clock would do it).",
-             "- **The SSD kernels are the worst miss left on fewer SMs, and it is the L2 the "
-             "model gives them.** On the H100 their warps wait for the same things per issued "
-             "instruction on 132 and on 64 SMs (the `_chunk_scan_fwd` row: wait 1.41, long "
-             "scoreboard 1.31 / 1.18, short scoreboard 1.13 / 1.15, ...): an SM runs them at "
-             "the same pace on any SM count, so their cycles follow their blocks (1.86x on 64 "
-             "SMs, 3.96x on 32), and the L2 is half busy on 132 SMs (ncu's `lts__throughput` "
-             "46-53%). The model counts 1.3-2.1x ncu's L2 sectors for them and holds SM 0 "
-             "back for its share of the L2 on 132 SMs (stalled on L2 bandwidth or barriers "
-             "20-48% of the time), which it lets go on fewer SMs (5-30%): their cycles grow "
-             "1.3-1.7x on 64 SMs where the H100's grow 1.7-1.9x. What inflates the sectors "
-             "is not measured yet (a candidate: the census scales a sampled trace's memory "
-             "counts by its instructions, and traced blocks at the start of a causal loop "
-             "may load more per instruction than the average block); nor whether an SM's "
-             "L2 share is the wrong limit for them once the sectors are right."]
+             ssd_reading(per_kernel)]
     return "\n".join(body) + "\n"
 
 

@@ -135,10 +135,11 @@ def render(results: list[tuple[dict, pd.DataFrame, list[dict], pd.DataFrame]]) -
     out = [SECTION, "",
            f"The model ({MODEL_VERSION}, source hash {model_source_hash()[:12]}) on the "
            "held-out sets of "
-           "`traces/corpus.yaml`, steps no model constant was fitted on (five mechanisms were "
+           "`traces/corpus.yaml`, steps no model constant was fitted on (six mechanisms were "
            "found looking at them: model-1.19's and model-1.20's at their what-ifs, "
            "model-1.21's at their DRAM reads, model-1.22's at their L1 hit rates, "
-           "model-1.23's at the H200 sets' DRAM-bound kernels; docs/history.md). "
+           "model-1.23's at the H200 sets' DRAM-bound kernels, model-1.28's at their "
+           "ablation ratios; docs/history.md). "
            "Written by `python bench/bench_heldout.py`. Baseline: every launch against ncu "
            "(`--clock-control none`, L2 flushed; the model's L2 empty); launches that Triton "
            "tuned to another grid under ncu than in the traced run do not pair and are left "

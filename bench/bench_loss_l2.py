@@ -17,6 +17,7 @@ and the H100's own ncu of that step (50 MiB, whole GPU).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import bench_l2_h200  # noqa: E402  (bench/bench_l2_h200.py)
 from results_md import update_section  # noqa: E402  (bench/results_md.py)
 
 from simfront.core.ncu import read_ncu_csv  # noqa: E402
@@ -127,8 +129,29 @@ def waits(n: int, tag: str = "h200b") -> dict[str, float]:
     out = {k[len(pre):-len(post)]: float(v) for k, v in row.items()
            if str(k).startswith(pre) and str(k).endswith(post)}
     out["issue_active"] = float(row["smsp__issue_active.avg.pct_of_peak_sustained_active"])
-    out["ipc"] = float(row["sm__inst_executed.avg.per_cycle_active"])
+    out["ipc"] = float(row.get("sm__inst_executed.avg.per_cycle_active", float("nan")))
     return out
+
+
+def resident(tag: str = "h200") -> dict[tuple[str, int, bool], float]:
+    """The kernels on the first 128 rows of the logits (resident in the L2 between calls;
+    ``flushed``: the L2 emptied before each call): median event time, us, by (kernel, SMs,
+    flushed)."""
+    out = {}
+    for flushed, suffix in ((False, ""), (True, "_flushed")):
+        doc = json.loads((DATA / f"softmax_l2_{tag}_rows128{suffix}.json").read_text())
+        out.update({(r["op"], r["sms"], flushed): r["us"] for r in doc["rows"]})
+    return out
+
+
+def forward_at_hit_latency(latency: int, sms: int = 64, gpu: str = "h200") -> float:
+    """The model's time, us, of the fit step's forward launch on ``sms`` SMs of ``gpu`` with
+    its L2 hit latency set to ``latency`` clocks, the L2 empty."""
+    k = next(k for k in TraceSet(STEP).kernels() if OPS["forward"] in k.header.name)
+    g = load_gpu(gpu)
+    g = with_variants(g.replace(l2=dataclasses.replace(g.l2, hit_latency=latency)),
+                      sm_count=sms)
+    return float(simulate_kernel(k, g, cache=False)["time_us"])
 
 
 def reading(t: pd.DataFrame) -> list[str]:
@@ -136,6 +159,11 @@ def reading(t: pd.DataFrame) -> list[str]:
     f = t[t["kernel"] == "forward"].set_index("sms")
     moved = (f.loc[64, "hw_dram_gb"] + 8192 * 50280 * 4 / 1e9) / f.loc[64, "hw_us"] * 1e3
     w64, w132 = waits(64), waits(132)
+    w_res, res = waits(64, "h200_rows128"), resident()
+    lat200, lat300 = forward_at_hit_latency(200), forward_at_hit_latency(300)
+    chase = bench_l2_h200.chase()
+    l2_rate = bench_l2_h200.softmax_rates()[64]
+    l2_wait = bench_l2_h200.hop_at(chase, 64, l2_rate) / chase[chase.s == 0].hop.median() - 1
     ipc_model = f.loc[64, "model_ipc"]
     err = (t["model_dram_gb"] / t["hw_dram_gb"] - 1).abs()
     fewer = ", the model's never more" if (t["model_dram_gb"] <= t["hw_dram_gb"]).all() else ""
@@ -161,8 +189,22 @@ def reading(t: pd.DataFrame) -> list[str]:
         f"where they go to the DRAM) and {w64['barrier']:.1f} at barriers; its SMs issue "
         f"{w64['ipc']:.2f} instructions a clock ({w64['issue_active']:.0%} of the schedulers' "
         f"clocks), where the model issues {ipc_model:.2f}. So on 64 SMs the forward is held "
-        "by its loads' waits although they hit the L2, and the model waits less on them; "
-        "what it leaves out is not established.",
+        "by its loads' waits although they hit the L2, and the model waits less on them. "
+        f"Not the L2's queue: the forward moves {l2_rate:.0f} sectors a clock through the "
+        f"H200's L2 there, where a pointer chase's hit waits {l2_wait:.0%} longer than on an "
+        "idle L2 (*The H200's L2: what it moves a clock, and a hit's latency under load*); "
+        "what the model leaves out is not established.",
+        f"- **Without the DRAM** (a third call, `bash bench/device/softmax_resident.sh h200`: "
+        f"the first 128 rows, 25.7 MB, resident in the L2 between calls): on 64 SMs a warp "
+        f"of the forward still waits {w_res['long_scoreboard']:.1f} clocks per issued "
+        f"instruction on its loads, and the schedulers issue {w_res['issue_active']:.0%} of "
+        f"their clocks; its one wave takes {res[('forward', 64, False)]:.1f} us with the "
+        f"rows resident and {res[('forward', 64, True)]:.1f} with the L2 emptied first. "
+        "So most of the forward's wait on 64 SMs is on L2 hits. The model hardly waits on "
+        f"them: its forward there takes {lat200:.0f} us at the description's 200-clock L2 "
+        f"hit and {lat300:.0f} at 300 (an H200 pointer chase's hop is about 300, *An L2 "
+        "hit's latency, line by line*): its warps keep more loads in flight than the "
+        "hardware's do.",
         f"- The two calls' event times agree within {repeat_spread():.1%}.",
     ]
 

@@ -291,8 +291,11 @@ def test_conditions_of_an_h200_base_use_the_h200_description():
     sms = W.condition("h200-sms64", "h200")
     assert (sms.title, sms.model_gpu().sm_count) == ("64 SMs", 64)
     assert sms.model_gpu().l2.size.bytes == 60 << 20
-    # its own L2 less the set-aside: 60 - 25
-    assert W.condition("h200-l2set25", "h200").model_gpu().l2.size.bytes == 35 << 20
+    # its own L2 less the set-aside, in whole ways: the H200's 192 banks x 64 sets make a
+    # way 1.5 MiB, so 60 - 25 is 23 ways (34.5 MiB); the H100's 1.25 MiB ways take 25 whole
+    l2 = W.condition("h200-l2set25", "h200").model_gpu().l2
+    assert (l2.size.bytes, l2.assoc) == (23 * 3 << 19, 23)
+    assert W.condition("h100-l2set25", "h100").model_gpu().l2.size.bytes == 25 << 20
     # the H100 seen from an H200: its own preset, named in the title
     h100 = W.condition("h100-all", "h200")
     assert h100.gpu == "h100" and h100.title == "H100 (3.35 TB/s, 50 MiB L2)"

@@ -34,3 +34,14 @@ def test_the_h200_reads_each_row_once_only_where_the_rows_in_flight_fit(table):
 def test_the_model_reads_what_the_h200_reads_at_every_sm_count(table):
     err = (table["model_dram_gb"] / table["hw_dram_gb"] - 1).abs()
     assert err.max() < 0.10, err
+
+
+def test_on_64_sms_the_forward_waits_on_l2_hits_that_the_model_overlaps():
+    """With its 128 rows resident in the L2 (softmax_resident.sh) the H200's warps still
+    wait most of their time on loads, and the DRAM adds little to the one wave; the
+    model's forward hardly moves with the L2 hit latency: its loads overlap."""
+    w = loss.waits(64, "h200_rows128")
+    assert w["long_scoreboard"] > 15 and w["issue_active"] < 0.5
+    res = loss.resident()
+    assert res[("forward", 64, True)] == pytest.approx(res[("forward", 64, False)], rel=0.05)
+    assert loss.forward_at_hit_latency(300) < 1.03 * loss.forward_at_hit_latency(200)

@@ -58,8 +58,11 @@ def test_the_model_gives_a_gpu_its_own_front_end(scan_step):
     from simfront.traces.reader import TraceSet
 
     kernel = next(iter(TraceSet(scan_step).kernels()))
-    memory_only = with_variants(load_gpu("h100"), dram_bandwidth="4.8 TB/s", l2_size="60 MiB")
-    h200 = load_gpu("h100-as-h200")
+    h200, h100 = load_gpu("h100-as-h200"), load_gpu("h100")
+    # the H200's memory (its six stacks' L2 banks among it) with the H100's front end
+    memory_only = with_variants(h200.replace(ncu_fixed_cycles=h100.ncu_fixed_cycles),
+                                empty_kernel_ns=h100.empty_kernel_ns)
+    assert memory_only.l2 == h200.l2 and memory_only.dram == h200.dram
     a = simulate_kernel(kernel, memory_only, l2=L2Carry.empty(memory_only))
     b = simulate_kernel(kernel, h200, l2=L2Carry.empty(h200))
     clk = h200.clocks.core.hz

@@ -13,6 +13,10 @@ hit rate ncu counts with the L2 flushed.
 
     python bench/device/softmax_l2.py [--sms 132,96,64,32] [--calls 20] [-o OUT.json]
     ncu ... python bench/device/softmax_l2.py --once --sms N
+
+``--rows 128`` takes the first 128 rows only (25.7 MB of logits and as much written: the
+L2 holds them between calls), and ``--flush`` writes 256 MiB before each timed call so that
+every call starts from an empty L2: the same kernels with their rows resident or not.
 """
 
 from __future__ import annotations
@@ -35,12 +39,16 @@ def main(argv=None) -> int:
     ap.add_argument("--sms", default="132,96,64,32")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--once", action="store_true", help="one call of each kernel (for ncu)")
+    ap.add_argument("--rows", type=int, default=ROWS, help="rows of logits (default 8192)")
+    ap.add_argument("--flush", action="store_true", help="empty the L2 before each call")
     ap.add_argument("-o", "--out", default=None)
     a = ap.parse_args(argv)
     import torch
 
     total = torch.cuda.get_device_properties(0).multi_processor_count
-    x = torch.randn(ROWS, VOCAB, device="cuda", dtype=torch.float32)
+    x = torch.randn(a.rows, VOCAB, device="cuda", dtype=torch.float32)
+    scrub = torch.empty(256 << 20, device="cuda", dtype=torch.uint8)
+    flush = (lambda: scrub.fill_(1)) if a.flush else None
     y = torch.log_softmax(x, -1)
     g = torch.randn_like(x)
     dx = torch.empty_like(x)
@@ -60,9 +68,10 @@ def main(argv=None) -> int:
         kernel = kernel_name(fn)
         for n in sms:
             with sm_subset(None if n >= total else n):
-                us = median_us(fn, a.calls)
+                us = median_us(fn, a.calls, before=flush)
             emit(rows, {"op": name, "sms": min(n, total), "us": round(us, 2),
-                        "logits_bytes": ROWS * VOCAB * 4, "kernel": kernel})
+                        "logits_bytes": a.rows * VOCAB * 4, "flushed": a.flush,
+                        "kernel": kernel})
     write_rows(a.out, a.calls, rows)
     return 0
 
