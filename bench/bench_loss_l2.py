@@ -29,13 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_l2_h200  # noqa: E402  (bench/bench_l2_h200.py)
 from results_md import update_section  # noqa: E402  (bench/results_md.py)
 
-from simfront.core.ncu import read_ncu_csv  # noqa: E402
+from simfront.core.ncu import read_ncu_csv, read_source_pages  # noqa: E402
 from simfront.gpu import load_gpu, with_variants  # noqa: E402
 from simfront.sim.model.api import simulate_kernel  # noqa: E402
+from simfront.sim.model.waits import against_ncu, pc_waits  # noqa: E402
 from simfront.traces.reader import TraceSet  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "device" / "softmax_l2"
+PC_DATA = ROOT / "bench" / "data" / "device" / "softmax_pc"
 STEP = ROOT / "traces" / "mamba2_lm-paper-box"
 SMS = (132, 96, 64, 32)
 OPS = {"forward": "cunn_SoftMaxForward", "backward": "cunn_SoftMaxBackward"}
@@ -144,6 +146,22 @@ def resident(tag: str = "h200") -> dict[tuple[str, int, bool], float]:
     return out
 
 
+def where_the_forward_waits(sms: int = 64, tag: str = "h200") -> pd.DataFrame:
+    """The forward's waits by code address on ``sms`` SMs, the H200's (ncu's warp samples,
+    ``bench/device/softmax_pc.sh``) beside the model's (the fit step's launch, the same
+    binary), each as a share of its own kernel's time scaled by that time over the H200's:
+    ``hw`` and ``model`` add up to 1 and to the model's time over the H200's."""
+    k = next(k for k in TraceSet(STEP).kernels() if OPS["forward"] in k.header.name)
+    (page,) = read_source_pages(PC_DATA / f"softmax_pc_{tag}_sms{sms}.csv").values()
+    g = with_variants(load_gpu("h200"), sm_count=sms)
+    joined = against_ncu(pc_waits(k, g), page)
+    hw_us = json.loads((DATA / f"softmax_l2_{tag}.json").read_text())
+    hw_us = next(r["us"] for r in hw_us["rows"] if r["op"] == "forward" and r["sms"] == sms)
+    scale = simulate_kernel(k, g, cache=False)["time_us"] / hw_us
+    return pd.DataFrame({"source": joined.source, "family": joined.family,
+                         "hw": joined.share_hw, "model": joined.share_model * scale})
+
+
 def forward_at_hit_latency(latency: int, sms: int = 64, gpu: str = "h200") -> float:
     """The model's time, us, of the fit step's forward launch on ``sms`` SMs of ``gpu`` with
     its L2 hit latency set to ``latency`` clocks, the L2 empty."""
@@ -161,6 +179,12 @@ def reading(t: pd.DataFrame) -> list[str]:
     w64, w132 = waits(64), waits(132)
     w_res, res = waits(64, "h200_rows128"), resident()
     lat200, lat300 = forward_at_hit_latency(200), forward_at_hit_latency(300)
+    pcs = where_the_forward_waits(64)
+    model_64 = pcs.model.sum()
+    gap = (pcs.hw - pcs.model).sort_values()
+    barrier = pcs.loc[gap[pcs.family[gap.index] == "BSSY"].index[-1]]
+    fadd = pcs[pcs.family == "FADD"].sort_values("hw", ascending=False).head(2)
+    sum_pass, write_pass = (fadd.loc[fadd.index.min()], fadd.loc[fadd.index.max()])
     chase = bench_l2_h200.chase()
     l2_rate = bench_l2_h200.softmax_rates()[64]
     l2_wait = bench_l2_h200.hop_at(chase, 64, l2_rate) / chase[chase.s == 0].hop.median() - 1
@@ -200,11 +224,20 @@ def reading(t: pd.DataFrame) -> list[str]:
         f"instruction on its loads, and the schedulers issue {w_res['issue_active']:.0%} of "
         f"their clocks; its one wave takes {res[('forward', 64, False)]:.1f} us with the "
         f"rows resident and {res[('forward', 64, True)]:.1f} with the L2 emptied first. "
-        "So most of the forward's wait on 64 SMs is on L2 hits. The model hardly waits on "
-        f"them: its forward there takes {lat200:.0f} us at the description's 200-clock L2 "
-        f"hit and {lat300:.0f} at 300 (an H200 pointer chase's hop is about 300, *An L2 "
-        "hit's latency, line by line*): its warps keep more loads in flight than the "
-        "hardware's do.",
+        "So most of the forward's wait on 64 SMs is on L2 hits. The model's forward there "
+        f"hardly moves with their latency: {lat200:.0f} us at the description's 200-clock "
+        f"L2 hit and {lat300:.0f} at 300 (an H200 pointer chase's hop is about 300, *An L2 "
+        "hit's latency, line by line*).",
+        f"- **Where the {1 - model_64:.0%} goes** (a fourth call, `bash "
+        "bench/device/softmax_pc.sh h200`: ncu's warp samples by instruction on 64 SMs, "
+        "beside the model's waits of the same binary, each as a share of the H200's time): "
+        f"{barrier.hw:.1%} of the H200's samples wait at the block barrier after the row's "
+        f"maximum (`BSSY` at {barrier.name:#x}), the model's warps {barrier.model:.1%}: they reach "
+        "it together, where the hardware's arrive apart (as an L2 hit's two latencies would "
+        "make them, *An L2 hit's latency, line by line*: the model has one); the sum pass's wait "
+        f"for its loads (at `FADD` {sum_pass.name:#x}) {sum_pass.hw:.1%} against "
+        f"{sum_pass.model:.1%}; the write pass's (`FADD` {write_pass.name:#x}) "
+        f"{write_pass.hw:.1%} against {write_pass.model:.1%}.",
         f"- The two calls' event times agree within {repeat_spread():.1%}.",
     ]
 

@@ -45,3 +45,15 @@ def test_on_64_sms_the_forward_waits_on_l2_hits_that_the_model_overlaps():
     res = loss.resident()
     assert res[("forward", 64, True)] == pytest.approx(res[("forward", 64, False)], rel=0.05)
     assert loss.forward_at_hit_latency(300) < 1.03 * loss.forward_at_hit_latency(200)
+
+
+def test_the_h200s_warps_wait_at_the_barrier_after_the_max_where_the_models_arrive_together():
+    """ncu's warp samples by instruction on 64 SMs (softmax_pc.sh) beside the model's waits
+    of the same binary: the block barrier after the row's maximum holds the H200's warps,
+    not the model's; the two kernels' waits otherwise fall on the same instructions."""
+    pcs = loss.where_the_forward_waits(64)
+    bssy = pcs[pcs.family == "BSSY"]
+    worst = bssy.loc[(bssy.hw - bssy.model).idxmax()]
+    assert worst.hw > 0.04 and worst.model < 0.005
+    top = pcs.sort_values("hw", ascending=False).head(3)
+    assert (top.model > 0.5 * top.hw).all()
