@@ -46,8 +46,15 @@ def test_l2_size_changes_sets_when_legal_else_ways():
     assert g.l2.assoc == 40 and g.l2.sets(g.dram.channels) == 32
     g40 = with_variants(h100(), l2_size="40 MiB")  # 25.6 sets: keep 64 sets, 32 ways
     assert g40.l2.sets(g40.dram.channels) == 64 and g40.l2.assoc == 32
+    # 33 MiB is 26.4 ways of 1.25 MiB: the nearest whole way, and the description says so
+    g33 = with_variants(h100(), l2_size="33 MiB")
+    assert (g33.l2.assoc, g33.l2.size.bytes) == (26, 26 * 5 << 18)
+    validate(g33)
+    # the H200's 192 banks make a way 1.5 MiB: 25 MiB is 17 of them, 25.5 MiB
+    g25 = with_variants(load_gpu("h200"), l2_size="25 MiB")
+    assert (g25.l2.assoc, g25.l2.size.bytes) == (17, 17 * 3 << 19)
     with pytest.raises(ConfigError) as exc:
-        with_variants(h100(), l2_size="33 MiB")
+        with_variants(h100(), l2_size="512 KiB")  # under one way
     assert exc.value.field == "l2_size"
 
 

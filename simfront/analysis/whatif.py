@@ -142,19 +142,13 @@ def condition(label: str, base: str = "h100") -> Condition:
         # The persisting mode also slowed write-heavy streaming kernels 13-29% on the H100
         # at a 25 MiB set-aside, and with the limit set alone
         # (bench/device/l2_setaside_stream.py): no l2_size variant can show that.
-        # The rest is taken in whole ways of the description's geometry (the H200's 192
-        # banks make a way 1.5 MiB, so 35 MiB is 23 ways and a third): the nearest.
         n = int(m.group(4))
-        l2 = desc.l2
-        way = round(l2.banks(desc.dram.channels) * l2.sets(desc.dram.channels)) * l2.line.bytes
-        ways = round((l2.size.bytes - (n << 20)) / way)
-        if ways <= 0:
+        left = (desc.l2.size.bytes >> 20) - n
+        if left <= 0:
             raise InputError(f"what-if condition '{label}': {n} MiB set aside leaves no "
                              f"L2 of {preset}'s {desc.l2.size}")
-        left = ways * way
-        size = f"{left >> 20} MiB" if left % (1 << 20) == 0 else f"{left >> 10} KiB"
         return Condition(label, f"{prefix}L2 less {n} MiB set aside", preset,
-                         (("l2_size", size),))
+                         (("l2_size", f"{left} MiB"),))
     if m.group(5):
         # A block on every SM keeps N KiB of shared memory around each launch of the held
         # kernels (`simfront timeline --hold-shared N`): fewer of their blocks fit an SM.

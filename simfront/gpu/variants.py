@@ -46,7 +46,9 @@ VARIANT_PARAMS: dict[str, VariantParam] = {p.name: p for p in (
                  "initiation interval shrinks or grows accordingly).",
                  RATIO_MODES),
     VariantParam("l2_size", "size", "Total L2 (e.g. '25 MiB'). Banks stay; sets change "
-                 "when the set hash allows the new count, else associativity changes."),
+                 "when the set hash allows the new count, else associativity changes, to "
+                 "the nearest whole way where the size is not one (the size modelled is "
+                 "the description's)."),
     VariantParam("sm_count", "integer", "Number of SMs; the memory system (L2, DRAM) stays."),
     VariantParam("dram_bandwidth", "bandwidth", "Peak DRAM bandwidth (e.g. '4.8 TB/s'), "
                  "reached by scaling the DRAM clock; channels and timings in DRAM clocks "
@@ -212,10 +214,15 @@ def _with_l2_size(gpu: GPU, value: Any) -> GPU:
     assoc = Fraction(size.bytes, per_way * int(old_sets)) if old_sets else Fraction(0)
     if assoc.denominator == 1 and assoc > 0:
         return gpu.replace(l2=dataclasses.replace(l2, size=size, assoc=int(assoc)))
-    raise _fail(f"{size} cannot be split into {banks} banks of {l2.line} lines with whole "
-                f"sets and ways: {l2.assoc} ways give {float(sets):g} sets (the "
-                f"'{l2.set_hash}' hash needs a legal set count), {int(old_sets)} sets give "
-                f"{float(assoc):g} ways", "l2_size")
+    # A size that is no whole number of ways (the H200's 192 banks make a way 1.5 MiB, so
+    # 25 MiB is 16.7 of them) is taken at the nearest whole way: what a part built of these
+    # banks could have. The description carries the size modelled.
+    ways = round(assoc)
+    if ways < 1:
+        raise _fail(f"{size} is less than one way of {banks} banks x {int(old_sets)} sets of "
+                    f"{l2.line} lines ({Size(per_way * int(old_sets))})", "l2_size")
+    return gpu.replace(l2=dataclasses.replace(
+        l2, size=Size(ways * per_way * int(old_sets)), assoc=ways))
 
 
 def _scale_vector(gpu: GPU, f: Fraction) -> GPU:
