@@ -27,6 +27,7 @@ from simfront.traces.reader import TraceSet
 DATA = REPO_ROOT / "bench" / "data" / "device"
 PC_DATA = DATA / "ssd_pc_hd128"
 SPREAD = DATA / "l2_spread" / "l2_spread_h200.csv.xz"
+BARRIER = DATA / "barrier_spread"
 WAITS_SECTION = "## Where the SSD kernels' warps wait, instruction by instruction (bench/bench_ssd_waits.py)"
 SPREAD_SECTION = "## An L2 hit's latency, line by line (bench/bench_ssd_waits.py)"
 #: families listed per kernel: the most under- and over-waited by the model
@@ -143,7 +144,34 @@ def spread_section() -> str:
         f"from 2 to 8 loads a group costs {g.loc[8, 'median'] - g.loc[2, 'median']:.0f} "
         "clocks more, beyond 8 about "
         f"{(g.loc[32, 'median'] - g.loc[8, 'median']) / 24:.0f} clocks a load. The model "
-        "uses none of this table.", ""])
+        "uses none of this table.", "", *barrier_lines()])
+
+
+def barrier_lines() -> list[str]:
+    """A block's 32 warps at a barrier after K L2 hits each (bench/device/barrier_spread.cu):
+    the spread of their arrivals and a warp's mean wait for the last, median over the
+    rounds, on 8 SMs and on all 132."""
+    runs = {n: pd.read_csv(BARRIER / f"barrier_spread_h200_n{n}.csv") for n in (8, 132)}
+    med = {n: d.groupby("k")[["spread", "mean_wait"]].median() for n, d in runs.items()}
+    rows = [f"| {k} | {med[8].loc[k, 'spread']:.0f} / {med[8].loc[k, 'mean_wait']:.0f} | "
+            f"{med[132].loc[k, 'spread']:.0f} / {med[132].loc[k, 'mean_wait']:.0f} |"
+            for k in med[8].index]
+    waits = pd.concat([m["mean_wait"] for m in med.values()])
+    return [
+        "A block's warps at a barrier (`bash bench/device/barrier_spread.sh h200`, "
+        "2026-11-29; `bench/data/device/barrier_spread/`): one block of 32 warps on each of "
+        "8 or 132 SMs, every warp reading K random L2-resident lines (a line a warp "
+        "instruction, their numbers read first), then the clock, then `__syncthreads()`, 63 "
+        "rounds. Clocks from the first warp's arrival to the last's, and a warp's mean wait "
+        "for the last, median over blocks and rounds:", "",
+        "| K | 8 SMs: spread / mean wait | 132 SMs |", "|---|---|---|", *rows, "",
+        f"A warp waits {waits.min():.0f}-{waits.max():.0f} clocks at each barrier for the "
+        "block's last one, whatever the K: about the slow mode's extra (one of 32 warps "
+        "meeting a slow line is all but certain). The model times every L2 hit at one "
+        "latency, so its warps arrive apart only by their order of issue: the log-softmax "
+        "forward's barrier after each row's maximum, where the H200's warps wait and the "
+        "model's do not (*The loss kernels' rows on fewer SMs*), is most likely this "
+        "wait.", ""]
 
 
 def main() -> None:

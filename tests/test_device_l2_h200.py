@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 import sys
 
+import pandas as pd
 import pytest
 
 from simfront.core.paths import REPO_ROOT
@@ -71,3 +72,14 @@ def test_the_log_softmax_forward_on_64_sms_loads_the_l2_too_little_to_queue(chas
     assert 50 < rates[64] < 90 and rates[32] < rates[64]
     idle = chase[chase.s == 0].hop.median()
     assert l2.hop_at(chase, 64, rates[64]) < 1.05 * idle
+
+
+def test_a_blocks_warps_reach_a_barrier_apart_after_the_same_l2_hits():
+    """barrier_spread.cu: 32 warps each reading K L2-resident lines arrive at the barrier
+    spread over a good part of an L2 hit, at any K, on few SMs or all of them: a wait the
+    model, with one latency for every hit, does not have."""
+    for n in (8, 132):
+        d = pd.read_csv(l2.DEVICE / "barrier_spread" / f"barrier_spread_h200_n{n}.csv")
+        med = d.groupby("k")[["spread", "mean_wait"]].median()
+        assert list(med.index) == [1, 2, 4, 8, 16]
+        assert (med.spread > 200).all() and (med.mean_wait > 60).all(), med
