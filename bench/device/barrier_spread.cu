@@ -21,19 +21,10 @@
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "green.h"  // smid, warm_l2
 
 static const unsigned LINES = 65536;  // 8 MiB of 128-byte lines: L2-resident
 
-static __device__ __forceinline__ unsigned smid() {
-  unsigned r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r;
-}
-
-__global__ void warm(const unsigned* buf, size_t words, unsigned* sink) {
-  unsigned s = 0;
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x)
-    s += __ldcg(buf + i);
-  if (s == 0x12345678u) sink[0] = s;
-}
 
 template <int K>
 __global__ void arrive(const unsigned* buf, const unsigned* order, int rounds,
@@ -94,7 +85,7 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&d_clk, (size_t)blocks * rounds * 32 * 8));
   CK(cudaMemcpy(d_buf, host.data(), host.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d_order, order.data(), LINES * 4, cudaMemcpyHostToDevice));
-  for (int w = 0; w < 3; ++w) warm<<<264, 256>>>(d_buf, host.size(), d_sink);
+  for (int w = 0; w < 3; ++w) warm_l2<<<264, 256>>>(d_buf, host.size(), d_sink);
   CK(cudaDeviceSynchronize());
   printf("k,block,sm,round,spread,mean_wait\n");
   run<1>(d_buf, d_order, blocks, rounds, d_clk, d_sms, d_sink);

@@ -19,18 +19,9 @@
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
-
-static __device__ __forceinline__ unsigned smid() {
-  unsigned r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r;
-}
+#include "green.h"  // smid, warm_l2
 
 // next[i]: the line index after line i in one random cycle; 32 words (128 B) a line.
-__global__ void warm(const unsigned* buf, size_t words, unsigned* sink) {
-  unsigned s = 0;
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x)
-    s += __ldcg(buf + i);
-  if (s == 0x12345678u) sink[0] = s;
-}
 
 __global__ void chase(const unsigned* buf, int hops, unsigned start_stride, long long* clk,
                       unsigned* sms) {
@@ -107,7 +98,7 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&d_clk, (size_t)blocks * std::max(hops, 256) * 8));
   CK(cudaMemcpy(d_buf, host.data(), words * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d_lines, order.data(), lines * 4, cudaMemcpyHostToDevice));
-  for (int w = 0; w < 3; ++w) warm<<<264, 256>>>(d_buf, words, d_sink);
+  for (int w = 0; w < 3; ++w) warm_l2<<<264, 256>>>(d_buf, words, d_sink);
   CK(cudaDeviceSynchronize());
   printf("kind,sm,k,clocks\n");
   chase<<<blocks, 32>>>(d_buf, hops, 4099, d_clk, d_sms);

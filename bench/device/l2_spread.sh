@@ -7,7 +7,7 @@ set -euo pipefail
 tag=${1:?TAG}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-nvcc -O3 -arch=sm_90 "$here/l2_spread.cu" -o "$work/l2_spread"
+nvcc -O3 -arch=sm_90 "$here/l2_spread.cu" -o "$work/l2_spread" -lcuda  # green.h
 cuobjdump -sass "$work/l2_spread" | xz > "$OUT/l2_spread_$tag.sass.xz"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu_$tag.csv"
 "$work/l2_spread" "${2:-16}" "${3:-4096}" > "$work/l2_spread.csv"
