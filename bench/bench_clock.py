@@ -423,7 +423,7 @@ def ssd_table() -> tuple[list[str], dict]:
             "from the SMs, model / ncu | " + " / ".join(WARP_STATES)
             + " per issue, 132 SMs | the same, 64 SMs | model's L2 + sync stall share, 132 "
             "/ 64 SMs |", "|---|---|---|---|---|---|---|---|"]
-    worst = {}
+    per_kernel = {}
     for name, g in trace.groupby(trace.kernel_name.str[:36], sort=False):
         idx = [i for i in g.index if all(i in hw[n] for n in (132, 64, 32))]
         if not idx:
@@ -449,12 +449,12 @@ def ssd_table() -> tuple[list[str], dict]:
         def mstall(n):
             return med(lambda i, f: model[n].stall_l2_bandwidth[f] + model[n].stall_sync[f])
 
-        worst[name] = {"hw64": hw64, "hw32": hw32, "m64": m64, "m32": m32, "l2": l2,
+        per_kernel[name] = {"hw64": hw64, "hw32": hw32, "m64": m64, "m32": m32, "l2": l2,
                        "stall": mstall(132)}
         rows.append(f"| `{name}` | {len(idx)} | {hw64:.2f} / {hw32:.2f} | {m64:.2f} / {m32:.2f} "
                     f"| {l2:.2f} | {states(132)} | {states(64)} | {mstall(132):.2f} / "
                     f"{mstall(64):.2f} |")
-    return rows, worst
+    return rows, per_kernel
 
 
 def ssd_reading(per_kernel: dict[str, dict[str, float]]) -> str:

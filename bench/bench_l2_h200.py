@@ -16,7 +16,6 @@ forward on 32 and 64 SMs (bench/RESULTS.md, *The loss kernels' rows on fewer SMs
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from results_md import publish  # noqa: E402  (bench/results_md.py)
 
+from simfront.core.ncu import read_ncu_csv  # noqa: E402
 from simfront.gpu import load_gpu  # noqa: E402
 from simfront.gpu.derived import derived  # noqa: E402
 
@@ -47,19 +47,10 @@ ATTRS = ("device__attribute_fb_bus_width", "device__attribute_l2_cache_size",
          "device__attribute_memory_clock_rate")
 
 
-def ncu_raw(path: Path) -> pd.DataFrame:
-    """ncu's raw CSV page, whatever the program printed around it: the rows after the
-    ``"ID"`` header, its units row left out."""
-    lines = path.read_text().splitlines()
-    head = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
-    body = [lines[head]] + [line for line in lines[head + 2:] if line.startswith('"')]
-    return pd.read_csv(io.StringIO("\n".join(body)), thousands=",")
-
-
 def per_clock(gpu: str) -> dict[str, float]:
     """Sectors the whole L2 takes a clock (ncu's over ``gpc__cycles_elapsed.max``), per
     kernel, on ``gpu`` (h100, h200), and read requests a clock for ``scat``."""
-    shapes = ncu_raw(DEVICE / "load_shapes" / f"load_shapes_{gpu}_ncu.csv")
+    shapes = read_ncu_csv(DEVICE / "load_shapes" / f"load_shapes_{gpu}_ncu.csv")
     out = {}
     for i, name in SHAPES.items():
         r = shapes.iloc[i]
@@ -77,14 +68,12 @@ def l2_ports(gpu: str) -> pd.DataFrame:
     """l2_ports.cu's whole-GPU ncu records: the H100's were kept as a plain table, the
     H200's as ncu's raw page."""
     path = DEVICE / "l2_ports" / f"l2_ports_{gpu}_ncu.csv"
-    return ncu_raw(path) if path.read_text().startswith("==") else pd.read_csv(path)
+    return read_ncu_csv(path) if path.read_text().startswith("==") else pd.read_csv(path)
 
 
 def memory_facts(gpu: str) -> dict[str, float]:
     """What ncu reports of the GPU's memory system (any of the load_shapes records)."""
-    r = ncu_raw(DEVICE / "load_shapes" / f"load_shapes_{gpu}_ncu.csv").iloc[0]
-    if "device__attribute_fb_bus_width" not in r:  # the H100's run asked for none
-        r = ncu_raw(DEVICE / "dvfs" / "lmhead_ncu.csv").iloc[0]
+    r = read_ncu_csv(DEVICE / "load_shapes" / f"load_shapes_{gpu}_ncu.csv").iloc[0]
     return {a: float(r[a]) for a in ATTRS}
 
 
@@ -103,7 +92,7 @@ def softmax_rates() -> dict[int, float]:
     on a green context of n SMs (each file's last launch: the set-up call comes first)."""
     out = {}
     for n in (32, 64):
-        r = ncu_raw(DEVICE / "l2_loaded" / f"l2_loaded_h200_softmax_sms{n}_ncu.csv").iloc[-1]
+        r = read_ncu_csv(DEVICE / "l2_loaded" / f"l2_loaded_h200_softmax_sms{n}_ncu.csv").iloc[-1]
         out[n] = ((r["lts__t_sectors_srcunit_tex_op_read.sum"]
                    + r["lts__t_sectors_srcunit_tex_op_write.sum"])
                   / r["gpc__cycles_elapsed.max"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 from pathlib import Path
@@ -45,12 +46,23 @@ SECTION = "## The loss kernels' rows on fewer SMs (bench/bench_loss_l2.py)"
 TOPIC = "What-ifs against hardware"
 
 
+def event_times(run: str) -> dict[tuple[str, int], float]:
+    """A device run's median event times, us, by (kernel, SMs): ``softmax_l2_RUN.json``."""
+    doc = json.loads((DATA / f"softmax_l2_{run}.json").read_text())
+    return {(r["op"], r["sms"]): r["us"] for r in doc["rows"]}
+
+
+@functools.cache
+def step_kernel(op: str):
+    """The fit step's launch of the kernel ``op`` (forward, backward) names."""
+    return next(k for k in TraceSet(STEP).kernels() if OPS[op] in k.header.name)
+
+
 def hardware(tag: str = "h200") -> pd.DataFrame:
     """Per kernel and SM count: the median event time, and ncu's DRAM reads and L2 hit rate
     of the call made on that SM count (each ncu file's last launch of the kernel: the
     script's set-up call comes first, on the whole GPU)."""
-    doc = json.loads((DATA / f"softmax_l2_{tag}.json").read_text())
-    times = {(r["op"], r["sms"]): r["us"] for r in doc["rows"]}
+    times = event_times(tag)
     rows = []
     for n in SMS:
         ncu = read_ncu_csv(DATA / f"softmax_l2_{tag}_sms{n}_ncu.csv")
@@ -65,13 +77,11 @@ def hardware(tag: str = "h200") -> pd.DataFrame:
 def model(gpu: str = "h200") -> pd.DataFrame:
     """The model's time, DRAM reads and L2 hit rate of the fit step's two launches of the
     kernels, each alone with its L2 empty, on ``gpu`` at each SM count."""
-    listed = list(TraceSet(STEP).kernels())
-    kernels = {op: next(k for k in listed if name in k.header.name) for op, name in OPS.items()}
     rows = []
     for n in SMS:
         g = with_variants(load_gpu(gpu), sm_count=n)
-        for op, k in kernels.items():
-            r = simulate_kernel(k, g, cache=False)
+        for op in OPS:
+            r = simulate_kernel(step_kernel(op), g, cache=False)
             rows.append({"kernel": op, "sms": n, "model_us": r["time_us"],
                          "model_dram_gb": r["dram_read_bytes"] / 1e9,
                          "model_l2_hit": r["l2_hit_rate"],
@@ -117,8 +127,7 @@ def section() -> str:
 def repeat_spread(tags=("h200", "h200b")) -> float:
     """The largest difference of the event times between two calls of the device script
     (another machine start each), over the first's."""
-    runs = [{(r["op"], r["sms"]): r["us"] for r in
-             json.loads((DATA / f"softmax_l2_{tag}.json").read_text())["rows"]} for tag in tags]
+    runs = [event_times(tag) for tag in tags]
     return max(abs(runs[1][k] / v - 1) for k, v in runs[0].items())
 
 
@@ -139,11 +148,8 @@ def resident(tag: str = "h200") -> dict[tuple[str, int, bool], float]:
     """The kernels on the first 128 rows of the logits (resident in the L2 between calls;
     ``flushed``: the L2 emptied before each call): median event time, us, by (kernel, SMs,
     flushed)."""
-    out = {}
-    for flushed, suffix in ((False, ""), (True, "_flushed")):
-        doc = json.loads((DATA / f"softmax_l2_{tag}_rows128{suffix}.json").read_text())
-        out.update({(r["op"], r["sms"], flushed): r["us"] for r in doc["rows"]})
-    return out
+    return {(op, n, flushed): us for flushed, suffix in ((False, ""), (True, "_flushed"))
+            for (op, n), us in event_times(f"{tag}_rows128{suffix}").items()}
 
 
 def where_the_forward_waits(sms: int = 64, tag: str = "h200") -> pd.DataFrame:
@@ -151,13 +157,11 @@ def where_the_forward_waits(sms: int = 64, tag: str = "h200") -> pd.DataFrame:
     ``bench/device/softmax_pc.sh``) beside the model's (the fit step's launch, the same
     binary), each as a share of its own kernel's time scaled by that time over the H200's:
     ``hw`` and ``model`` add up to 1 and to the model's time over the H200's."""
-    k = next(k for k in TraceSet(STEP).kernels() if OPS["forward"] in k.header.name)
+    k = step_kernel("forward")
     (page,) = read_source_pages(PC_DATA / f"softmax_pc_{tag}_sms{sms}.csv").values()
     g = with_variants(load_gpu("h200"), sm_count=sms)
     joined = against_ncu(pc_waits(k, g), page)
-    hw_us = json.loads((DATA / f"softmax_l2_{tag}.json").read_text())
-    hw_us = next(r["us"] for r in hw_us["rows"] if r["op"] == "forward" and r["sms"] == sms)
-    scale = simulate_kernel(k, g, cache=False)["time_us"] / hw_us
+    scale = simulate_kernel(k, g, cache=False)["time_us"] / event_times(tag)[("forward", sms)]
     return pd.DataFrame({"source": joined.source, "family": joined.family,
                          "hw": joined.share_hw, "model": joined.share_model * scale})
 
@@ -165,7 +169,7 @@ def where_the_forward_waits(sms: int = 64, tag: str = "h200") -> pd.DataFrame:
 def forward_at_hit_latency(latency: int, sms: int = 64, gpu: str = "h200") -> float:
     """The model's time, us, of the fit step's forward launch on ``sms`` SMs of ``gpu`` with
     its L2 hit latency set to ``latency`` clocks, the L2 empty."""
-    k = next(k for k in TraceSet(STEP).kernels() if OPS["forward"] in k.header.name)
+    k = step_kernel("forward")
     g = load_gpu(gpu)
     g = with_variants(g.replace(l2=dataclasses.replace(g.l2, hit_latency=latency)),
                       sm_count=sms)
